@@ -1,0 +1,284 @@
+"""The public facade: ``ExactGPR`` and ``SparseGPR`` (sklearn-like, explicit fitted state).
+
+>>> m = SparseGPR(X, y, kernel=kernels.SquaredExponential(), Z=Z, approximation="vfe")
+>>> m.log_marginal_likelihood(eval_gradient=True)   # (value, {"variance", ..., "Z"})
+>>> m.fit(max_iter=200, fixed=("Z",))                # L-BFGS-B on log-parameters
+>>> mean, var = m.predict_y(Xnew)
+
+Parameters are a flat dict: the kernel's own names, ``"noise_variance"`` and (sparse only)
+``"Z"``; gradients use the same keys and are with respect to natural (not log) values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpexplorer import sparse
+from gpexplorer.inducing import initial_inducing_inputs
+from gpexplorer.kernels import Kernel, _positive
+
+NOISE = "noise_variance"
+
+
+def _validate_data(X, y):
+    try:
+        X = np.array(X, dtype=float)
+        y = np.array(y, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"X and y must be numeric arrays ({err})") from None
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape (N, D); got {X.shape}")
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must have shape (N,) or (N, 1); got {y.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {X.shape}); at least one data point is needed")
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+    for name, arr in (("X", X), ("y", y)):
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise ValueError(f"{name} contains {int(bad.sum())} NaN or infinite value(s)")
+    return np.ascontiguousarray(X), np.ascontiguousarray(y)
+
+
+def _sum_dicts(*dicts):
+    out = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out[k] + v if k in out else v
+    return out
+
+
+class _GPRBase:
+    """Shared parameter handling, validation and fitting for the regression models."""
+
+    def __init__(self, X, y, kernel, noise_variance):
+        if not isinstance(kernel, Kernel):
+            raise ValueError(f"kernel must be a gpexplorer.kernels.Kernel; got {type(kernel).__name__}")
+        self.X, self.y = _validate_data(X, y)
+        kernel.check_input_dim(self.X.shape[1])
+        self.kernel = kernel
+        self.noise_variance = _positive(NOISE, noise_variance, allow_array=False)
+        self.jitter_used = 0.0
+        self.fit_result = None
+
+    # parameters ------------------------------------------------------------------------
+    @property
+    def parameters(self) -> dict:
+        p = dict(self.kernel.params)
+        p[NOISE] = self.noise_variance
+        return p
+
+    def set_parameters(self, params: dict):
+        params = dict(params)
+        if NOISE in params:
+            self.noise_variance = _positive(NOISE, params.pop(NOISE), allow_array=False)
+        if params:
+            self.kernel.set_params(**params)
+        return self
+
+    def objective_terms(self) -> dict:
+        """{"constant", "complexity", "data_fit", "trace"}: they sum to -log_marginal_likelihood()."""
+        return dict(self._objective(grad=False).terms)
+
+    def log_marginal_likelihood(self, eval_gradient=False):
+        """log p(y) (exact), the model evidence (SoR/DTC/FITC) or Titsias' bound (VFE).
+
+        With ``eval_gradient`` returns (value, gradients) keyed like ``parameters``.
+        """
+        if not eval_gradient:
+            return -self._objective(grad=False).value
+        value, grads, _ = self.objective_and_gradient()
+        return -value, {k: -v for k, v in grads.items()}
+
+    def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol=None):
+        """Jointly maximise the objective with L-BFGS-B; see :func:`gpexplorer.optimize.fit`."""
+        from gpexplorer.optimize import fit
+
+        self.fit_result = fit(self, max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed,
+                              callback=callback, tol=tol)
+        return self.fit_result
+
+    def predict_y(self, Xnew, full_cov=False):
+        """Predictive distribution of noisy observations: f's plus noise_variance."""
+        mean, var = self.predict_f(Xnew, full_cov=full_cov)
+        if full_cov:
+            return mean, var + self.noise_variance * np.eye(len(mean))
+        return mean, var + self.noise_variance
+
+    def _check_new(self, Xnew):
+        Xnew = np.asarray(Xnew, dtype=float)
+        if Xnew.ndim == 1:
+            Xnew = Xnew[:, None] if self.X.shape[1] == 1 else Xnew[None, :]
+        if Xnew.ndim != 2 or Xnew.shape[1] != self.X.shape[1]:
+            raise ValueError(f"Xnew must have shape (S, {self.X.shape[1]}); got {np.shape(Xnew)}")
+        if not np.all(np.isfinite(Xnew)):
+            raise ValueError("Xnew contains NaN or infinite values")
+        return np.ascontiguousarray(Xnew)
+
+    def copy(self):
+        import copy
+
+        new = copy.copy(self)
+        new.kernel = self.kernel.copy()
+        new.fit_result = None
+        return new
+
+
+class ExactGPR(_GPRBase):
+    """Exact GP regression, O(N^3) (R&W ch. 2); the reference every approximation is judged by."""
+
+    def __init__(self, X, y, kernel, noise_variance=1.0, jitter=0.0):
+        super().__init__(X, y, kernel, noise_variance)
+        self.jitter = float(jitter)
+
+    def _objective(self, grad):
+        Kff = self.kernel.K(self.X)
+        result = sparse.exact_objective(Kff, self.y, self.noise_variance, grad=grad, jitter=self.jitter)
+        self.jitter_used = result.jitter_used
+        result.extras["Kff"] = Kff
+        return result
+
+    def objective_and_gradient(self):
+        """(F, dF/dparams, terms) with F = -log p(y)."""
+        r = self._objective(grad=True)
+        grads = self.kernel.grad_params(r.dKuu, self.X, None, K=r.extras["Kff"])
+        grads[NOISE] = r.dnoise
+        return r.value, grads, r.terms
+
+    def predict_f(self, Xnew, full_cov=False):
+        """Exact posterior of f at Xnew (R&W eq. 2.25-2.26)."""
+        Xnew = self._check_new(Xnew)
+        r = self._objective(grad=False)
+        L, alpha = r.extras["L"], r.extras["alpha"]
+        Kfs = self.kernel.K(self.X, Xnew)
+        mean = Kfs.T @ alpha
+        V = sparse.solve_lower(L, Kfs)
+        if full_cov:
+            return mean, self.kernel.K(Xnew) - V.T @ V
+        return mean, np.maximum(self.kernel.Kdiag(Xnew) - np.einsum("ns,ns->s", V, V), 0.0)
+
+
+class SparseGPR(_GPRBase):
+    """Inducing-point GP regression: SoR, DTC, FITC or VFE (thesis eq. 2.8-2.17, 2.37, 3.1).
+
+    ``Z`` is an (M, D) array, or an int M to place M inducing inputs with ``z_init``
+    ("even", "random", "kmeans") and ``seed``. ``jitter`` is added to diag(Kuu); if the
+    Cholesky still fails it is escalated by factors of 10, the value used is kept in
+    ``jitter_used`` and a :class:`gpexplorer.linalg.JitterWarning` is issued.
+    """
+
+    def __init__(self, X, y, kernel, Z, approximation="vfe", noise_variance=1.0, jitter=1e-6,
+                 z_init="kmeans", seed=None):
+        super().__init__(X, y, kernel, noise_variance)
+        if approximation not in sparse.APPROXIMATIONS:
+            raise ValueError(f"approximation must be one of {sparse.APPROXIMATIONS}; got {approximation!r}")
+        self.approximation = approximation
+        if not np.isfinite(jitter) or jitter < 0:
+            raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
+        self.jitter = float(jitter)
+        if np.ndim(Z) == 0:
+            Z = initial_inducing_inputs(self.X, Z, z_init, seed)
+        self.Z = self._check_Z(Z)
+
+    @classmethod
+    def from_model(cls, other, approximation, **overrides):
+        """A new model started at another fitted model's hyperparameters and Z (thesis §3.2.5:
+        'VFE initialised with the FITC solution')."""
+        kwargs = dict(X=other.X, y=other.y, kernel=other.kernel.copy(), Z=other.Z.copy(),
+                      approximation=approximation, noise_variance=other.noise_variance, jitter=other.jitter)
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+    def _check_Z(self, Z):
+        try:
+            Z = np.array(Z, dtype=float)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"Z must be a numeric array ({err})") from None
+        if Z.ndim == 1:
+            Z = Z[:, None] if self.X.shape[1] == 1 else Z[None, :]
+        if Z.ndim != 2 or Z.shape[1] != self.X.shape[1]:
+            raise ValueError(f"Z must have shape (M, {self.X.shape[1]}); got {Z.shape}")
+        if Z.shape[0] == 0:
+            raise ValueError("Z is empty; at least one inducing input is needed")
+        if not np.all(np.isfinite(Z)):
+            raise ValueError("Z contains NaN or infinite values")
+        return np.ascontiguousarray(Z)
+
+    @property
+    def parameters(self) -> dict:
+        p = super().parameters
+        p["Z"] = self.Z.copy()
+        return p
+
+    def set_parameters(self, params: dict):
+        params = dict(params)
+        if "Z" in params:
+            self.Z = self._check_Z(params.pop("Z"))
+        return super().set_parameters(params)
+
+    def _matrices(self):
+        Kuu = self.kernel.K(self.Z)
+        Kuf = self.kernel.K(self.Z, self.X)
+        kdiag = self.kernel.Kdiag(self.X)
+        return Kuu, Kuf, kdiag
+
+    def _objective(self, grad, _with_matrices=False):
+        Kuu, Kuf, kdiag = self._matrices()
+        result, posterior = sparse.collapsed_objective(
+            Kuu, Kuf, kdiag, self.y, self.noise_variance, self.jitter, self.approximation, grad=grad)
+        self.jitter_used = result.jitter_used
+        result.extras.update(Kuu=Kuu, Kuf=Kuf, posterior=posterior)
+        return result
+
+    def _chain(self, r):
+        """Contract matrix gradients with the kernel: dF/dtheta and dF/dZ."""
+        Kuu, Kuf = r.extras["Kuu"], r.extras["Kuf"]
+        g_uu, dZ_uu = self.kernel.grad_params_and_X(r.dKuu, self.Z, None, K=Kuu)
+        g_uf, dZ_uf = self.kernel.grad_params_and_X(r.dKuf, self.Z, self.X, K=Kuf)
+        g_diag = self.kernel.grad_params_diag(r.dKdiag, self.X)
+        grads = _sum_dicts(g_uu, g_uf, g_diag)
+        grads[NOISE] = r.dnoise
+        grads["Z"] = dZ_uu + dZ_uf
+        return grads
+
+    def objective_and_gradient(self):
+        """(F, dF/dparams, terms) with F = -log_marginal_likelihood()."""
+        r = self._objective(grad=True)
+        return r.value, self._chain(r), r.terms
+
+    def upper_bound(self, eval_gradient=False):
+        """Titsias (2014) upper bound on the exact log marginal likelihood (eq. 2.38-2.39)."""
+        Kuu, Kuf, kdiag = self._matrices()
+        r = sparse.upper_bound(Kuu, Kuf, kdiag, self.y, self.noise_variance, self.jitter, grad=eval_gradient)
+        if not eval_gradient:
+            return r.value
+        r.extras.update(Kuu=Kuu, Kuf=Kuf)
+        return r.value, self._chain(r)
+
+    def posterior(self) -> sparse.SparsePosterior:
+        return self._objective(grad=False).extras["posterior"]
+
+    def q_u(self):
+        """(mu [M], Sigma [M, M]) of the Gaussian over inducing outputs q(u)."""
+        post = self.posterior()
+        return post.q_mu, post.q_sigma
+
+    def predict_f(self, Xnew, full_cov=False):
+        """Predictive f at Xnew (eq. 2.10); SoR uses the deterministic conditional (fig. 2.3)."""
+        Xnew = self._check_new(Xnew)
+        post = self.posterior()
+        Kus = self.kernel.K(self.Z, Xnew)
+        conditional = "deterministic" if self.approximation == "sor" else "exact"
+        if full_cov:
+            return post.predict(Kus, Kss=self.kernel.K(Xnew), conditional=conditional)
+        return post.predict(Kus, kss_diag=self.kernel.Kdiag(Xnew), conditional=conditional)
+
+    def predict_components(self, Xnew):
+        """The g(.)/h(.) split of eq. 2.22-2.24: (g mean, g var, h var) at Xnew."""
+        Xnew = self._check_new(Xnew)
+        return self.posterior().gh_split(self.kernel.K(self.Z, Xnew), self.kernel.Kdiag(Xnew))
