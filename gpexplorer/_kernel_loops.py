@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from gpexplorer._jit import njit_cached
+from gpexplorer._jit import njit_cached, njit_kernel_loop
 
 SE, MATERN12, MATERN32, MATERN52, RQ = 0, 1, 2, 3, 4
 
@@ -61,7 +61,7 @@ def dphi_dr2(kind, r2, p, alpha):
     return -(5.0 / 6.0) * (1.0 + _SQRT5 * r) * p / (1.0 + _SQRT5 * r + (5.0 / 3.0) * r2)
 
 
-@njit_cached
+@njit_kernel_loop
 def stationary_K(kind, X1s, X2s, variance, alpha):
     """K[i, j] = variance * phi(|X1s_i - X2s_j|^2) for pre-scaled inputs. [N1, N2]"""
     n1, d = X1s.shape
@@ -77,7 +77,7 @@ def stationary_K(kind, X1s, X2s, variance, alpha):
     return K
 
 
-@njit_cached
+@njit_kernel_loop
 def stationary_K_symmetric(kind, Xs, variance, alpha):
     """K(X, X), computing each off-diagonal pair once. [N, N]"""
     n, d = Xs.shape
@@ -95,18 +95,22 @@ def stationary_K_symmetric(kind, Xs, variance, alpha):
     return K
 
 
-@njit_cached
-def stationary_grads(kind, X1s, X2s, K, dL_dK, variance, lengthscale, alpha):
+@njit_kernel_loop
+def stationary_grads(kind, X1s, X2s, K, dL_dK, a, b, variance, lengthscale, alpha):
     """Contract dL/dK with dK/dtheta for a stationary kernel.
 
-    Returns (d_variance, d_lengthscale [D], d_alpha, dX1 [N1, D], dX2 [N2, D]) where the
-    input gradients are with respect to the *unscaled* inputs and ``lengthscale`` has one
-    entry per input dimension (an isotropic lengthscale is summed by the caller).
-    With r2 = sum_d ((x_d - x'_d)/l_d)^2:  dK/dl_d = s phi'(r2) (-2 delta_d^2 / l_d) and
-    dK/dx_d = s phi'(r2) 2 delta_d / l_d, where delta_d is the scaled difference.
+    The weight of pair (i, j) is dL_dK[i, j] - a[i] b[j]: the sparse objectives pass their
+    rank-one correction separately so the corrected [N1, N2] matrix is never materialised
+    (pass empty a, b for none). Returns (d_variance, d_lengthscale [D], d_alpha, dX1 [N1, D],
+    dX2 [N2, D]) with input gradients for the *unscaled* inputs; ``lengthscale`` has one
+    entry per dimension. With r2 = sum_d delta_d^2 (delta the scaled difference):
+    dK/dl_d = s phi'(r2) (-2 delta_d^2 / l_d) and dK/dx_d = s phi'(r2) 2 delta_d / l_d.
     """
     n1, d = X1s.shape
     n2 = X2s.shape[0]
+    rank_one = a.shape[0] > 0
+    inv_var = 1.0 / variance
+    inv_l = 1.0 / lengthscale
     dvar = 0.0
     dalpha = 0.0
     dl = np.zeros(d)
@@ -114,23 +118,24 @@ def stationary_grads(kind, X1s, X2s, K, dL_dK, variance, lengthscale, alpha):
     dX2 = np.zeros((n2, d))
     delta = np.empty(d)
     for i in range(n1):
+        a_i = a[i] if rank_one else 0.0
         for j in range(n2):
             w = dL_dK[i, j]
-            if w == 0.0:
-                continue
+            if rank_one:
+                w -= a_i * b[j]
             r2 = 0.0
             for k in range(d):
                 t = X1s[i, k] - X2s[j, k]
                 delta[k] = t
                 r2 += t * t
             kij = K[i, j]
-            p = kij / variance
+            p = kij * inv_var
             dvar += w * p
-            c = w * variance * dphi_dr2(kind, r2, p, alpha)
+            c = 2.0 * w * variance * dphi_dr2(kind, r2, p, alpha)
             for k in range(d):
                 t = delta[k]
-                dl[k] -= 2.0 * c * t * t / lengthscale[k]
-                g = 2.0 * c * t / lengthscale[k]
+                g = c * t * inv_l[k]
+                dl[k] -= g * t
                 dX1[i, k] += g
                 dX2[j, k] -= g
             if kind == RQ:

@@ -24,6 +24,8 @@ import numpy as np
 
 from gpexplorer import _kernel_loops as loops
 
+_EMPTY = np.empty(0)
+
 
 def _as_inputs(X, name="X"):
     X = np.asarray(X, dtype=float)
@@ -104,7 +106,9 @@ class Kernel:
 
 def _reduce_ard(value, template):
     """Sum a per-dimension gradient back to a scalar when the parameter is isotropic."""
-    return float(np.sum(value)) if np.ndim(template) == 0 else np.asarray(value, dtype=float)
+    if isinstance(template, float):
+        return float(value.sum()) if isinstance(value, np.ndarray) else float(value)
+    return np.asarray(value, dtype=float)
 
 
 class Stationary(Kernel):
@@ -120,6 +124,12 @@ class Stationary(Kernel):
     @property
     def _alpha(self):
         return 1.0
+
+    def fused_arguments(self, D):
+        """(kind, variance, lengthscale[D], alpha): what the compiled fused path needs."""
+        ls = self.lengthscale
+        ls = np.full(D, ls) if isinstance(ls, float) else self._lengthscale_vector(D)
+        return self._kind, self.variance, ls, self._alpha
 
     def _lengthscale_vector(self, D):
         self.check_input_dim(D)
@@ -152,7 +162,7 @@ class Stationary(Kernel):
         dL_dK = np.ascontiguousarray(dL_dK, dtype=float)
         if dL_dK.shape != K.shape:
             raise ValueError(f"dL_dK has shape {dL_dK.shape}, expected {K.shape}")
-        return loops.stationary_grads(self._kind, X1s, X2s, K, dL_dK, self.variance, ls, self._alpha)
+        return loops.stationary_grads(self._kind, X1s, X2s, K, dL_dK, _EMPTY, _EMPTY, self.variance, ls, self._alpha)
 
     def grad_params(self, dL_dK, X, X2=None, K=None):
         dvar, dl, dalpha, _, _ = self._grads(dL_dK, X, X2, K)

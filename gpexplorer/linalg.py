@@ -22,22 +22,18 @@ class CholeskyError(ValueError):
     """Raised when even the largest jitter leaves a matrix indefinite."""
 
 
-def jittered_cholesky(A, jitter, *, what="matrix", warn=True):
-    """Lower Cholesky factor of A + jitter' I, escalating jitter' from ``jitter`` by factors of 10.
+def with_escalating_jitter(compute, jitter, *, what="matrix", warn=True):
+    """Run ``compute(j)`` for j = jitter, 10 jitter, ... until no LinAlgError is raised.
 
     The jitter is absolute (as in GPflow and GPy), so Z = X comparisons are exact up to it.
-    Returns (L, jitter_used) where jitter_used is the value added to the diagonal.
-    Raises CholeskyError with a readable message if nothing works.
+    Returns (result, jitter_used). Warns with :class:`JitterWarning` when escalation was
+    needed and raises :class:`CholeskyError` with a readable message if nothing works.
     """
-    A = np.asarray(A, dtype=float)
-    if not np.all(np.isfinite(A)):
-        raise CholeskyError(f"{what} contains NaN or inf; check the hyperparameters and inputs")
     base = float(jitter)
-    n = A.shape[0]
     for factor in _ESCALATION:
         used = base * factor if base > 0 else (0.0 if factor == 1.0 else 1e-12 * factor)
         try:
-            L = sla.cholesky(A + used * np.eye(n), lower=True, check_finite=False)
+            result = compute(used)
         except np.linalg.LinAlgError:
             continue
         if factor > 1.0 and warn:
@@ -47,11 +43,24 @@ def jittered_cholesky(A, jitter, *, what="matrix", warn=True):
                 JitterWarning,
                 stacklevel=3,
             )
-        return L, used
+        return result, used
     raise CholeskyError(
-        f"Cholesky of {what} failed even with jitter {base * _ESCALATION[-1]:.3g}; "
-        "the matrix is numerically indefinite (duplicate inputs with tiny noise, or absurd hyperparameters)"
+        f"Cholesky of {what} failed even with jitter {used:.3g}; the matrix is numerically "
+        "indefinite (duplicate inputs with tiny noise, or absurd hyperparameters)"
     )
+
+
+def jittered_cholesky(A, jitter, *, what="matrix", warn=True):
+    """Lower Cholesky factor of A + j I with escalating j; returns (L, jitter_used)."""
+    A = np.asarray(A, dtype=float)
+    if not np.all(np.isfinite(A)):
+        raise CholeskyError(f"{what} contains NaN or inf; check the hyperparameters and inputs")
+    eye = np.eye(A.shape[0])
+
+    def factor(j):
+        return sla.cholesky(A + j * eye, lower=True, check_finite=False)
+
+    return with_escalating_jitter(factor, jitter, what=what, warn=warn)
 
 
 def solve_lower(L, B):

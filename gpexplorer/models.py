@@ -15,7 +15,7 @@ import numpy as np
 
 from gpexplorer import sparse
 from gpexplorer.inducing import initial_inducing_inputs
-from gpexplorer.kernels import Kernel, _positive
+from gpexplorer.kernels import Kernel, Stationary, _positive
 
 NOISE = "noise_variance"
 
@@ -247,7 +247,20 @@ class SparseGPR(_GPRBase):
         return grads
 
     def objective_and_gradient(self):
-        """(F, dF/dparams, terms) with F = -log_marginal_likelihood()."""
+        """(F, dF/dparams, terms) with F = -log_marginal_likelihood().
+
+        Stationary kernels take the fused path (kernel matrices, objective and gradient
+        contraction in one compiled call); other kernels contract matrix gradients in Python.
+        """
+        if isinstance(self.kernel, Stationary):
+            kind, variance, lengthscale, alpha = self.kernel.fused_arguments(self.X.shape[1])
+            F, terms, dvar, dl, dalpha, dnoise, dZ, self.jitter_used = sparse.fused_stationary_objective(
+                kind, self.X, self.y, self.Z, variance, lengthscale, alpha, self.noise_variance,
+                self.jitter, self.approximation)
+            grads = self.kernel._pack(dvar, dl, dalpha)
+            grads[NOISE] = dnoise
+            grads["Z"] = dZ
+            return F, grads, terms
         r = self._objective(grad=True)
         return r.value, self._chain(r), r.terms
 

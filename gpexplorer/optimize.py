@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import minimize
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from gpexplorer.inducing import random_subset
 from gpexplorer.linalg import CholeskyError
@@ -21,6 +22,9 @@ from gpexplorer.linalg import CholeskyError
 #: bounds on positive parameters (natural scale); the optimiser works on their logs
 POSITIVE_BOUNDS = (1e-6, 1e6)
 _FAILED = 1e25  # objective returned where the model cannot be evaluated (pushes L-BFGS-B back)
+#: N M^2 above which one objective evaluation is worth BLAS threads (below, threads only add
+#: synchronisation cost; L-BFGS-B's own tiny BLAS calls always run single-threaded)
+_THREADED_WORK = 2e7
 
 
 @dataclass
@@ -135,10 +139,14 @@ def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol
     packer = _Packer(initial, fixed)
     t0 = time.perf_counter()
     runs = []
-    for start in range(int(restarts) + 1):
-        params = initial if start == 0 else _perturbed_start(model, packer, initial, rng)
-        runs.append(_single_run(model, packer, params, max_iter, callback, tol))
-        runs[-1]["start"] = start
+    # OpenBLAS threads on L-BFGS-B's length-P vectors cost milliseconds per iteration on a
+    # busy 2-core machine (measured: 6.9 s vs 0.63 s for 1000 FITC iterations on Snelson)
+    blas_threads = max([info["num_threads"] for info in threadpool_info()] or [1])
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start in range(int(restarts) + 1):
+            params = initial if start == 0 else _perturbed_start(model, packer, initial, rng)
+            runs.append(_single_run(model, packer, params, max_iter, callback, tol, blas_threads))
+            runs[-1]["start"] = start
     best = min(runs, key=lambda r: r["objective"])
     model.set_parameters(best["params"])
     return FitResult(
@@ -149,8 +157,10 @@ def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol
     )
 
 
-def _single_run(model, packer, params, max_iter, callback, tol):
+def _single_run(model, packer, params, max_iter, callback, tol, blas_threads):
     model.set_parameters(params)
+    M = model.Z.shape[0] if hasattr(model, "Z") else model.X.shape[0]
+    threaded = blas_threads > 1 and model.X.shape[0] * M * M > _THREADED_WORK
     cache = {}
     n_eval = [0]
 
@@ -162,7 +172,11 @@ def _single_run(model, packer, params, max_iter, callback, tol):
         n_eval[0] += 1
         try:
             model.set_parameters(values)
-            F, grads, terms = model.objective_and_gradient()
+            if threaded:
+                with threadpool_limits(limits=blas_threads, user_api="blas"):
+                    F, grads, terms = model.objective_and_gradient()
+            else:
+                F, grads, terms = model.objective_and_gradient()
             g = packer.chain(values, grads)
             if not (np.isfinite(F) and np.all(np.isfinite(g))):
                 raise FloatingPointError

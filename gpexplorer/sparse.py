@@ -28,15 +28,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpexplorer import _sparse_core as core
 from gpexplorer.linalg import (
+    CholeskyError,
     inv_from_cholesky,
     jittered_cholesky,
     solve_lower,
     solve_upper_t,
+    with_escalating_jitter,
 )
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 APPROXIMATIONS = ("sor", "dtc", "fitc", "vfe")
+_APPROX_CODES = {"sor": core.DTC, "dtc": core.DTC, "vfe": core.VFE, "fitc": core.FITC}
 
 
 @dataclass
@@ -107,102 +111,59 @@ def _terms(N, complexity, data_fit, trace):
     return {"constant": 0.5 * N * LOG_2PI, "complexity": complexity, "data_fit": data_fit, "trace": trace}
 
 
-def collapsed_objective(Kuu, Kuf, kdiag, y, noise, jitter, approximation, *, grad=False):
-    """F of eq. 3.1 for "sor"/"dtc"/"vfe" (G = s2 I) and "fitc"; see the module docstring.
+def _check_finite(**arrays):
+    for name, a in arrays.items():
+        if not np.all(np.isfinite(a)):
+            raise CholeskyError(f"{name} contains NaN or inf; check the hyperparameters and inputs")
 
-    Returns (ObjectiveResult, SparsePosterior).
+
+def collapsed_objective(Kuu, Kuf, kdiag, y, noise, jitter, approximation, *, grad=False, warn=True):
+    """F of eq. 3.1 for "sor"/"dtc"/"vfe" (G = s2 I) or "fitc", from kernel matrices.
+
+    Returns (ObjectiveResult, SparsePosterior). ``extras["g"]`` holds diag(G) (FITC's
+    heteroscedastic noise plus s2). Jitter escalates on a failed Cholesky (see linalg).
     """
-    if approximation == "fitc":
-        return _fitc(Kuu, Kuf, kdiag, y, noise, jitter, grad)
-    if approximation not in ("sor", "dtc", "vfe"):
+    if approximation not in APPROXIMATIONS:
         raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
-    return _homoscedastic(Kuu, Kuf, kdiag, y, noise, jitter, grad, trace=approximation == "vfe")
+    _check_finite(Kuu=Kuu, Kuf=Kuf)
+    args = (np.ascontiguousarray(Kuu), np.ascontiguousarray(Kuf), np.ascontiguousarray(kdiag, dtype=float),
+            np.ascontiguousarray(y, dtype=float), float(noise))
+    if approximation == "fitc":
+        def compute(j):
+            return core.fitc(*args, j, grad)
+    else:
+        def compute(j):
+            return core.homoscedastic(*args, j, approximation == "vfe", grad)
 
-
-def _homoscedastic(Kuu, Kuf, kdiag, y, noise, jitter, grad, trace):
-    """DTC evidence (2.12) or, with ``trace``, Titsias' collapsed bound (2.37)."""
-    M, N = Kuf.shape
-    L, jitter_used = jittered_cholesky(Kuu, jitter, what="Kuu")
-    A = solve_lower(L, Kuf)  # [M, N]
-    AAT = A @ A.T  # [M, M]
-    B = np.eye(M) + AAT / noise
-    LB, _ = jittered_cholesky(B, 0.0, what="B = I + A A^T / noise")
-    Ay = A @ y  # [M]
-    c = solve_lower(LB, Ay) / noise  # [M]
-    yy = float(y @ y)
-    complexity = float(np.sum(np.log(np.diag(LB)))) + 0.5 * N * np.log(noise)
-    data_fit = 0.5 * (yy / noise - float(c @ c))
-    trace_sum = float(np.sum(kdiag) - np.trace(AAT))
-    trace_term = 0.5 * trace_sum / noise if trace else 0.0
-    terms = _terms(N, complexity, data_fit, trace_term)
-    v = solve_upper_t(LB, c)  # [M] = B^{-1} A y / s2
-    posterior = SparsePosterior(L=L, LB=LB, weights=solve_upper_t(L, v), jitter_used=jitter_used)
-    result = ObjectiveResult(value=float(sum(terms.values())), terms=terms, jitter_used=jitter_used)
-    result.extras["trace_sum"] = trace_sum
-    if not grad:
-        return result, posterior
-
-    vfe = 1.0 if trace else 0.0
-    alpha = (y - A.T @ v) / noise  # [N] = C^{-1} y
-    P_alpha = solve_upper_t(L, A @ alpha)  # [M] = Kuu^{-1} Kuf alpha
-    Binv = inv_from_cholesky(LB)  # [M, M]
-    Linv = solve_lower(L, np.eye(M))  # [M, M]
-    eye = np.eye(M)
-    # dF/dKuf = L^{-T} (B^{-1} - vfe I) L^{-1} Kuf / s2 - (P alpha) alpha^T
-    R = Linv.T @ ((Binv - vfe * eye) @ Linv) / noise
-    result.dKuf = R @ Kuf - np.outer(P_alpha, alpha)
-    # dF/dKuu = -1/2 [L^{-T} ((I - B^{-1}) - vfe (B - I)) L^{-1} - (P alpha)(P alpha)^T]
-    inner = (eye - Binv) - vfe * (AAT / noise)
-    result.dKuu = -0.5 * (Linv.T @ inner @ Linv - np.outer(P_alpha, P_alpha))
-    result.dKdiag = np.full(N, 0.5 * vfe / noise)
-    trace_Cinv = (N - M + float(np.trace(Binv))) / noise
-    result.dnoise = 0.5 * (trace_Cinv - float(alpha @ alpha)) - vfe * trace_term / noise
-    return result, posterior
-
-
-def _fitc(Kuu, Kuf, kdiag, y, noise, jitter, grad):
-    """FITC evidence, eq. 2.17: G = diag[Kff - Qff] + s2 I."""
-    M, N = Kuf.shape
-    L, jitter_used = jittered_cholesky(Kuu, jitter, what="Kuu")
-    A = solve_lower(L, Kuf)  # [M, N]
-    qdiag = np.einsum("mn,mn->n", A, A)
-    g = np.maximum(kdiag - qdiag, 0.0) + noise  # [N] heteroscedastic noise
-    Ag = A / np.sqrt(g)
-    B = np.eye(M) + Ag @ Ag.T
-    LB, _ = jittered_cholesky(B, 0.0, what="B = I + A G^{-1} A^T")
-    c = solve_lower(LB, A @ (y / g))
-    complexity = float(np.sum(np.log(np.diag(LB)))) + 0.5 * float(np.sum(np.log(g)))
-    data_fit = 0.5 * (float(np.sum(y * y / g)) - float(c @ c))
-    terms = _terms(N, complexity, data_fit, 0.0)
-    v = solve_upper_t(LB, c)
-    posterior = SparsePosterior(L=L, LB=LB, weights=solve_upper_t(L, v), jitter_used=jitter_used)
-    result = ObjectiveResult(value=float(sum(terms.values())), terms=terms, jitter_used=jitter_used)
+    out, jitter_used = with_escalating_jitter(compute, jitter, what="Kuu", warn=warn)
+    terms_arr, L, LB, weights, g, dKuu, dKuf_base, kuf_a, kuf_b, dKdiag, dnoise = out
+    terms = _terms(Kuf.shape[1], float(terms_arr[1]), float(terms_arr[2]), float(terms_arr[3]))
+    result = ObjectiveResult(value=float(np.sum(terms_arr)), terms=terms, jitter_used=jitter_used)
     result.extras["g"] = g
-    if not grad:
-        return result, posterior
+    if grad:
+        result.dKuu, result.dKdiag, result.dnoise = dKuu, dKdiag, float(dnoise)
+        result.dKuf = dKuf_base - np.outer(kuf_a, kuf_b)
+    return result, SparsePosterior(L=L, LB=LB, weights=weights, jitter_used=jitter_used)
 
-    alpha = (y - A.T @ v) / g  # [N] = C^{-1} y
-    V = solve_lower(LB, A)  # [M, N]
-    cinv_diag = 1.0 / g - np.einsum("mn,mn->n", V, V) / g**2  # diag C^{-1}
-    w = 0.5 * (cinv_diag - alpha**2)  # diag of W = dF/dC
-    # where round-off made diag(Qff) exceed diag(Kff), g was clipped to s2 and that entry
-    # no longer depends on Kff or Qff
-    w_diag = np.where((kdiag - qdiag) > 0.0, w, 0.0)
-    Binv = inv_from_cholesky(LB)
-    Linv = solve_lower(L, np.eye(M))
-    Kuu_inv = Linv.T @ Linv
-    P_alpha = solve_upper_t(L, A @ alpha)
-    # W_Q = W - diag(w) (Qff also enters through diag(Kff - Qff) in G)
-    # dF/dKuf = L^{-T} B^{-1} L^{-1} Kuf G^{-1} - (P alpha) alpha^T - 2 Kuu^{-1} Kuf diag(w)
-    R1 = Linv.T @ Binv @ Linv
-    result.dKuf = R1 @ (Kuf / g) - Kuu_inv @ (Kuf * (2.0 * w_diag)) - np.outer(P_alpha, alpha)
-    # dF/dKuu = -1/2 [L^{-T}(I - B^{-1})L^{-1} - (P alpha)(P alpha)^T - 2 L^{-T} A diag(w) A^T L^{-1}]
-    AwA = (A * w_diag) @ A.T
-    inner = (np.eye(M) - Binv) - 2.0 * AwA
-    result.dKuu = -0.5 * (Linv.T @ inner @ Linv - np.outer(P_alpha, P_alpha))
-    result.dKdiag = w_diag
-    result.dnoise = float(np.sum(w))
-    return result, posterior
+
+def fused_stationary_objective(kind, X, y, Z, variance, lengthscale, alpha, noise, jitter, approximation,
+                               warn=True):
+    """Objective and all gradients for a stationary kernel in one compiled call (hot path).
+
+    Returns (F, terms, d_variance, d_lengthscale[D], d_alpha, d_noise, dZ, jitter_used).
+    """
+    code = _APPROX_CODES[approximation]
+    try:  # the common case, without the escalation machinery's overhead
+        out, jitter_used = core.fused_stationary(kind, X, y, Z, variance, lengthscale, alpha, noise, jitter, code), jitter
+    except np.linalg.LinAlgError:
+        def compute(j):
+            return core.fused_stationary(kind, X, y, Z, variance, lengthscale, alpha, noise, j, code)
+
+        out, jitter_used = with_escalating_jitter(compute, jitter, what="Kuu", warn=warn)
+    terms_arr, dvar, dl, dalpha, dnoise, dZ = out
+    c, complexity, data_fit, trace = terms_arr.tolist()
+    terms = {"constant": c, "complexity": complexity, "data_fit": data_fit, "trace": trace}
+    return c + complexity + data_fit + trace, terms, dvar, dl, dalpha, dnoise, dZ, jitter_used
 
 
 def exact_objective(Kff, y, noise, *, grad=False, jitter=0.0):

@@ -1,0 +1,50 @@
+"""Pathology detectors for sparse approximations (thesis §3.2): clumping, noise collapse,
+FITC above the upper bound, ill-conditioned Kuu. Plain numpy; used by the dashboards' badges
+and by the chapter-3 experiments."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.distance import pdist
+
+
+def clumped_pairs(Z, lengthscale, tol=1e-2):
+    """Number of pairs of inducing inputs closer than ``tol`` lengthscales (near-duplicates).
+
+    Distances are measured after scaling each dimension by its lengthscale, so the test means
+    the same for any kernel width. Thesis §3.2.2: FITC places inducing inputs on top of each
+    other to switch them off at no cost; VFE never gains from it.
+    """
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim == 1:
+        Z = Z[:, None]
+    if Z.shape[0] < 2:
+        return 0
+    d = pdist(Z / np.asarray(lengthscale, dtype=float))
+    return int(np.sum(d < tol))
+
+
+def min_scaled_distance(Z, lengthscale):
+    """Smallest distance between two inducing inputs, in lengthscales (inf for M < 2)."""
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim == 1:
+        Z = Z[:, None]
+    if Z.shape[0] < 2:
+        return float("inf")
+    return float(np.min(pdist(Z / np.asarray(lengthscale, dtype=float))))
+
+
+def condition_number(Kuu):
+    """2-norm condition number of Kuu (eigenvalue ratio); inf when singular."""
+    eig = np.linalg.eigvalsh(np.asarray(Kuu, dtype=float))
+    return float("inf") if eig[0] <= 0 else float(eig[-1] / eig[0])
+
+
+def noise_collapsed(noise, exact_noise, ratio=0.5):
+    """True when a fitted noise variance is below ``ratio`` times the exact GP's (§3.2.1)."""
+    return bool(noise < ratio * exact_noise)
+
+
+def exceeds_upper_bound(evidence, upper_bound, tol=1e-8):
+    """True when an approximate evidence is above Titsias' upper bound on log p(y) (§3.2.6)."""
+    return bool(evidence > upper_bound + tol * max(1.0, abs(upper_bound)))

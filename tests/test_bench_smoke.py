@@ -1,0 +1,52 @@
+"""Smoke test of tests/benchmarks/bench_sparse.py on a tiny case: it runs, nothing is timed against a target."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent / "benchmarks" / "bench_sparse.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_sparse", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TINY = dict(target_seconds=0.01, min_repeats=2, max_repeats=2)
+
+
+@pytest.mark.parametrize("approximation", ["vfe", "fitc"])
+def test_gpexplorer_measurement_on_tiny_case(bench, approximation):
+    out = bench.measure_gpexplorer(50, 5, approximation, **TINY)
+    assert out["repeats"] == 2
+    for key in ("median_ms", "min_ms", "q1_ms", "q3_ms"):
+        assert math.isfinite(out[key]) and out[key] > 0.0
+    assert math.isfinite(out["log_marginal_likelihood"])
+    fd = out["fd_check"]
+    assert fd["passed"], fd
+    assert fd["max_rel_err"] < bench.FD_TOL, fd  # at this size the objective is precise enough to resolve it
+    assert len(fd["entries"]) == 5
+
+
+@pytest.mark.parametrize("approximation", ["vfe", "fitc"])
+def test_gpy_peer_on_tiny_case(bench, approximation):
+    if not bench.gpy_available():
+        pytest.skip("GPy is not installed (pip install -e '.[bench]')")
+    ours = bench.measure_gpexplorer(50, 5, approximation, fd_check=False, **TINY)
+    theirs = bench.measure_gpy(50, 5, approximation, **TINY)
+    assert math.isfinite(theirs["median_ms"]) and theirs["median_ms"] > 0.0
+    l1, l2 = ours["log_marginal_likelihood"], theirs["log_marginal_likelihood"]
+    assert abs(l1 - l2) <= bench.LML_RTOL * abs(l1)
+
+
+def test_markdown_report_without_gpy(bench):
+    cell = {"approximation": "vfe", "N": 50, "M": 5, "target": 15.0,
+            "gpexplorer": bench.measure_gpexplorer(50, 5, "vfe", **TINY)}
+    results = {"quick": True, "environment": bench.environment(), "cells": [cell], "failures": []}
+    text = bench.format_markdown(results)
+    assert "| VFE | 50 | 5 |" in text
