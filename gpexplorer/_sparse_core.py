@@ -1,21 +1,22 @@
 """Jitted matrix algebra of the collapsed sparse objectives (thesis eq. 2.12, 2.17, 2.37, 3.1).
 
 See :mod:`gpexplorer.sparse` for the derivation; this module holds only the arithmetic, as
-plain-array functions that numba compiles once (cache=True). Large products go to BLAS
-through ``np.dot``; the two M^3 triangular inverses are small loops.
+plain-array functions that numba compiles once (cache=True). Triangular solves and symmetric
+products go to BLAS (dtrsm, dsyrk through :mod:`gpexplorer._blas`; gemm through np.dot), so
+Kuu is never inverted explicitly: with clumped inducing inputs it is as ill-conditioned as the
+jitter allows, and explicit inverses there cost digits of the objective.
 
-Notation: L = chol(Kuu + jitter I), Linv = L^{-1}, B = I + L^{-1} Kuf G^{-1} Kfu L^{-T},
-LB = chol(B), W = dF/dC with C = Qff + G, P = Kuu^{-1} Kuf, alpha = C^{-1} y.
-
-Homoscedastic G = s2 I (SoR/DTC/VFE) works with the M x M matrix Kuf Kfu only (as GPy's
-VarDTC does): two M^2 N products per evaluation. FITC needs P and R1 Kuf explicitly
-(R1 = L^{-T} B^{-1} L^{-1}) because G varies per point: four M^2 N products.
+Notation: L = chol(Kuu + jitter I), A = L^{-1} Kuf, B = I + A G^{-1} A^T, LB = chol(B),
+W = dF/dC with C = Qff + G, P = Kuu^{-1} Kuf, alpha = C^{-1} y.
+Cost per evaluation in units of M^2 N: VFE/DTC trsm 1 + syrk 1 + gemm 2; FITC trsm 2 +
+syrk 2 + gemm 2.
 """
 
 import math
 
 import numpy as np
 
+from gpexplorer import _blas as blas
 from gpexplorer import _kernel_loops as kl
 from gpexplorer._jit import njit_cached
 
@@ -26,26 +27,18 @@ _E2 = np.empty((0, 0))
 
 
 @njit_cached
-def lower_inverse(L):
-    """Inverse of a lower-triangular matrix by forward substitution, column by column."""
-    n = L.shape[0]
-    inv = np.zeros((n, n))
-    for j in range(n):
-        inv[j, j] = 1.0 / L[j, j]
-        for i in range(j + 1, n):
-            s = 0.0
-            for k in range(j, i):
-                s += L[i, k] * inv[k, j]
-            inv[i, j] = -s / L[i, i]
-    return inv
-
-
-@njit_cached
 def _sum_log_diag(L):
     s = 0.0
     for i in range(L.shape[0]):
         s += math.log(L[i, i])
     return s
+
+
+@njit_cached
+def _sandwich(L, S):
+    """L^{-T} S L^{-1} for lower-triangular L and symmetric S [M, M] (two triangular solves)."""
+    Y = blas.solve_lower(L, S, True)  # L^{-T} S
+    return blas.solve_lower(L, np.ascontiguousarray(Y.T), True).T  # (L^{-T} (L^{-T} S)^T)^T
 
 
 @njit_cached
@@ -60,35 +53,29 @@ def homoscedastic(Kuu, Kuf, kdiag, y, noise, jitter, trace, grad):
     M, N = Kuf.shape
     eye = np.eye(M)
     L = np.linalg.cholesky(Kuu + jitter * eye)
-    Linv = lower_inverse(L)
-    KK = np.dot(Kuf, Kuf.T)  # [M, M]
-    AAT = np.dot(np.dot(Linv, KK), Linv.T)  # A A^T with A = L^{-1} Kuf
-    B = eye + AAT / noise
-    LB = np.linalg.cholesky(B)
-    LBinv = lower_inverse(LB)
-    Ay = np.dot(Linv, np.dot(Kuf, y))
-    c = np.dot(LBinv, Ay) / noise
+    A = blas.solve_lower(L, Kuf, False)  # [M, N] = L^{-1} Kuf
+    AAT = blas.syrk(A)
+    LB = np.linalg.cholesky(eye + AAT / noise)
+    c = blas.solve_lower_vec(LB, np.dot(A, y), False) / noise
     vfe = 1.0 if trace else 0.0
     terms = np.empty(4)
     terms[0] = 0.5 * N * LOG_2PI
     terms[1] = _sum_log_diag(LB) + 0.5 * N * math.log(noise)
     terms[2] = 0.5 * (np.dot(y, y) / noise - np.dot(c, c))
-    trace_sum = np.sum(kdiag) - np.trace(AAT)
-    terms[3] = vfe * 0.5 * trace_sum / noise
-    v = np.dot(LBinv.T, c)  # B^{-1} A y / s2
-    weights = np.dot(Linv.T, v)  # Kuu^{-1} mu
+    terms[3] = vfe * 0.5 * (np.sum(kdiag) - np.trace(AAT)) / noise
+    v = blas.solve_lower_vec(LB, c, True)  # B^{-1} A y / s2
+    weights = blas.solve_lower_vec(L, v, True)  # Kuu^{-1} mu
     g = np.full(N, noise)
     if not grad:
         return terms, L, LB, weights, g, _E2, _E2, _E1, _E1, _E1, 0.0
-    alpha = (y - np.dot(Kuf.T, weights)) / noise  # C^{-1} y (A^T v = Kfu weights)
-    P_alpha = np.dot(Linv.T, np.dot(Linv, np.dot(Kuf, alpha)))
-    Binv = np.dot(LBinv.T, LBinv)
+    alpha = (y - np.dot(A.T, v)) / noise  # C^{-1} y
+    P_alpha = blas.solve_lower_vec(L, np.dot(A, alpha), True)  # Kuu^{-1} Kuf alpha
+    LBinv = blas.solve_lower(LB, eye, False)
+    Binv = np.dot(LBinv.T, LBinv)  # B is well conditioned (I + PSD): explicit inverse is fine
     # dF/dKuf = L^{-T} (B^{-1} - vfe I) L^{-1} Kuf / s2 - (P alpha) alpha^T
-    R = np.dot(np.dot(Linv.T, Binv - vfe * eye), Linv) / noise
-    dKuf_base = np.dot(R, Kuf)
+    dKuf_base = np.dot(_sandwich(L, (Binv - vfe * eye) / noise), Kuf)
     # dF/dKuu = -1/2 [L^{-T}((I - B^{-1}) - vfe (B - I)) L^{-1} - (P alpha)(P alpha)^T]
-    inner = (eye - Binv) - vfe * (AAT / noise)
-    dKuu = -0.5 * (np.dot(np.dot(Linv.T, inner), Linv) - np.outer(P_alpha, P_alpha))
+    dKuu = -0.5 * (_sandwich(L, (eye - Binv) - vfe * (AAT / noise)) - np.outer(P_alpha, P_alpha))
     dKdiag = np.full(N, 0.5 * vfe / noise)
     trace_Cinv = (N - M + np.trace(Binv)) / noise
     dnoise = 0.5 * (trace_Cinv - np.dot(alpha, alpha)) - vfe * terms[3] / noise
@@ -101,56 +88,73 @@ def fitc(Kuu, Kuf, kdiag, y, noise, jitter, grad):
     M, N = Kuf.shape
     eye = np.eye(M)
     L = np.linalg.cholesky(Kuu + jitter * eye)
-    Linv = lower_inverse(L)
-    Kuu_inv = np.dot(Linv.T, Linv)
-    P = np.dot(Kuu_inv, Kuf)  # [M, N] = Kuu^{-1} Kuf
+    A = blas.solve_lower(L, Kuf, False)  # [M, N] = L^{-1} Kuf
     g = np.empty(N)
     active = np.empty(N, dtype=np.bool_)
+    Ag = np.empty((M, N))  # A G^{-1/2}
     for n in range(N):
         q = 0.0
         for m in range(M):
-            q += Kuf[m, n] * P[m, n]
+            q += A[m, n] * A[m, n]
         gap = kdiag[n] - q
         # round-off can push diag(Qff) above diag(Kff): clip, and that entry is then constant
         active[n] = gap > 0.0
         g[n] = (gap if gap > 0.0 else 0.0) + noise
-    Kuf_g = Kuf / g  # Kuf G^{-1}
-    B = eye + np.dot(np.dot(Linv, np.dot(Kuf_g, Kuf.T)), Linv.T)
-    LB = np.linalg.cholesky(B)
-    LBinv = lower_inverse(LB)
-    c = np.dot(LBinv, np.dot(Linv, np.dot(Kuf_g, y)))
+        s = 1.0 / math.sqrt(g[n])
+        for m in range(M):
+            Ag[m, n] = A[m, n] * s
+    LB = np.linalg.cholesky(eye + blas.syrk(Ag))
+    c = blas.solve_lower_vec(LB, np.dot(A, y / g), False)
     terms = np.empty(4)
     terms[0] = 0.5 * N * LOG_2PI
     terms[1] = _sum_log_diag(LB) + 0.5 * np.sum(np.log(g))
     terms[2] = 0.5 * (np.sum(y * y / g) - np.dot(c, c))
     terms[3] = 0.0
-    v = np.dot(LBinv.T, c)
-    weights = np.dot(Linv.T, v)
+    v = blas.solve_lower_vec(LB, c, True)
+    weights = blas.solve_lower_vec(L, v, True)
     if not grad:
         return terms, L, LB, weights, g, _E2, _E2, _E1, _E1, _E1, 0.0
-    alpha = (y - np.dot(Kuf.T, weights)) / g
+    alpha = (y - np.dot(A.T, v)) / g
+    LBinv = blas.solve_lower(LB, eye, False)
     Binv = np.dot(LBinv.T, LBinv)
-    R1 = np.dot(np.dot(Linv.T, Binv), Linv)  # L^{-T} B^{-1} L^{-1}
-    R1K = np.dot(R1, Kuf)  # [M, N]
+    U = np.dot(Binv, A)  # [M, N] = B^{-1} A
     w = np.empty(N)  # diag(W) on active entries, 0 where g was clipped
     dnoise = 0.0  # dg/ds2 = 1 for every entry, clipped or not: dF/ds2 = tr(W)
+    n_pos = 0
     for n in range(N):
         s = 0.0
         for m in range(M):
-            s += Kuf[m, n] * R1K[m, n]
+            s += A[m, n] * U[m, n]
         w_nn = 0.5 * (1.0 / g[n] - s / (g[n] * g[n]) - alpha[n] * alpha[n])  # diag C^{-1}, alpha
         dnoise += w_nn
         w[n] = w_nn if active[n] else 0.0
-    P_alpha = np.dot(P, alpha)
-    # dF/dKuu = -1/2 [L^{-T}(I - B^{-1})L^{-1} - (P alpha)(P alpha)^T - 2 P diag(w) P^T]
-    PwP = np.dot(P * w, P.T)
-    # W_Q = W - diag(w): dF/dKuf = R1 Kuf G^{-1} - 2 P diag(w) - (P alpha) alpha^T,
-    # the first two written over R1K in place
-    for m in range(M):
-        for n in range(N):
-            R1K[m, n] = R1K[m, n] / g[n] - 2.0 * w[n] * P[m, n]
-    dKuu = -0.5 * (np.dot(np.dot(Linv.T, eye - Binv), Linv) - np.outer(P_alpha, P_alpha) - 2.0 * PwP)
-    return terms, L, LB, weights, g, dKuu, R1K, P_alpha, alpha, w, dnoise
+        if w[n] > 0.0:
+            n_pos += 1
+        # W_Q = W - diag(w): dF/dKuf = L^{-T} [B^{-1} A G^{-1} - 2 A diag(w)] - (P alpha) alpha^T
+        for m in range(M):
+            U[m, n] = U[m, n] / g[n] - 2.0 * w[n] * A[m, n]
+    dKuf_base = blas.solve_lower(L, U, True)
+    P_alpha = blas.solve_lower_vec(L, np.dot(A, alpha), True)
+    # A diag(w) A^T as two symmetric rank-k updates over the columns with w > 0 and w < 0
+    Apos = np.empty((M, n_pos))
+    Aneg = np.empty((M, N - n_pos))
+    ip = 0
+    ineg = 0
+    for n in range(N):
+        if w[n] > 0.0:
+            s = math.sqrt(w[n])
+            for m in range(M):
+                Apos[m, ip] = A[m, n] * s
+            ip += 1
+        else:
+            s = math.sqrt(-w[n])
+            for m in range(M):
+                Aneg[m, ineg] = A[m, n] * s
+            ineg += 1
+    AwA = blas.syrk(Apos) - blas.syrk(Aneg)
+    # dF/dKuu = -1/2 [L^{-T}(I - B^{-1} - 2 A diag(w) A^T)L^{-1} - (P alpha)(P alpha)^T]
+    dKuu = -0.5 * (_sandwich(L, eye - Binv - 2.0 * AwA) - np.outer(P_alpha, P_alpha))
+    return terms, L, LB, weights, g, dKuu, dKuf_base, P_alpha, alpha, w, dnoise
 
 
 @njit_cached

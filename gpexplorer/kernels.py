@@ -68,6 +68,11 @@ class Kernel:
             setattr(self, name, _positive(name, value, name in self.ard_params))
         return self
 
+    def assign_unchecked(self, values: dict):
+        """Set already-validated values (the optimiser's exp() of bounded logs)."""
+        for name, value in values.items():
+            setattr(self, name, value)
+
     def copy(self):
         return copy.deepcopy(self)
 
@@ -356,6 +361,11 @@ class _Combination(Kernel):
                 raise ValueError(f"{type(self).__name__} has no parameter {name!r}; it has {self.param_names}")
             self.kernels[int(head)].set_params(**{rest: value})
         return self
+
+    def assign_unchecked(self, values: dict):
+        for name, value in values.items():
+            head, _, rest = name.partition(".")
+            self.kernels[int(head)].assign_unchecked({rest: value})
 
     def __getattr__(self, name):
         head, _, rest = name.partition(".")

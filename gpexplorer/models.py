@@ -73,12 +73,17 @@ class _GPRBase:
         p[NOISE] = self.noise_variance
         return p
 
-    def set_parameters(self, params: dict):
+    def set_parameters(self, params: dict, validate=True):
+        """Assign parameters by name; ``validate=False`` is for the optimiser's own values."""
         params = dict(params)
         if NOISE in params:
-            self.noise_variance = _positive(NOISE, params.pop(NOISE), allow_array=False)
+            value = params.pop(NOISE)
+            self.noise_variance = _positive(NOISE, value, allow_array=False) if validate else float(value)
         if params:
-            self.kernel.set_params(**params)
+            if validate:
+                self.kernel.set_params(**params)
+            else:
+                self.kernel.assign_unchecked(params)
         return self
 
     def objective_terms(self) -> dict:
@@ -215,11 +220,12 @@ class SparseGPR(_GPRBase):
         p["Z"] = self.Z.copy()
         return p
 
-    def set_parameters(self, params: dict):
+    def set_parameters(self, params: dict, validate=True):
         params = dict(params)
         if "Z" in params:
-            self.Z = self._check_Z(params.pop("Z"))
-        return super().set_parameters(params)
+            Z = params.pop("Z")
+            self.Z = self._check_Z(Z) if validate else np.ascontiguousarray(Z, dtype=float)
+        return super().set_parameters(params, validate)
 
     def _matrices(self):
         Kuu = self.kernel.K(self.Z)

@@ -1,0 +1,85 @@
+"""BLAS level-3 routines callable from numba: triangular solve (dtrsm) and rank-k update (dsyrk).
+
+numba's ``np.dot`` reaches BLAS gemm, but triangular solves and symmetric products are what
+keep the sparse objectives both accurate (no explicit inverses of an ill-conditioned Kuu) and
+cheap (syrk is half a gemm). scipy ships the Fortran BLAS as ``scipy.linalg.cython_blas``;
+its function addresses are registered as LLVM symbols and called as external functions.
+
+Layout: numba arrays here are C-contiguous, which BLAS (column-major) sees transposed. For
+X = L^{-1} B with L lower [M, M] and B [M, N] row-major, column-major BLAS sees B^T [N, M]
+and L^T (upper), and X^T = B^T L^{-T} is a right-side solve with the upper matrix L^T.
+"""
+
+import llvmlite.binding as ll
+import numpy as np
+from numba import types
+from numba.extending import get_cython_function_address
+
+from gpexplorer._jit import njit_cached
+
+# Compiled code refers to these by symbol name (not by address), so numba can cache it on
+# disk; the names are bound to this process's scipy BLAS at import time.
+for _name in ("dtrsm", "dsyrk"):
+    ll.add_symbol(f"gpexplorer_{_name}", get_cython_function_address("scipy.linalg.cython_blas", _name))
+_vp = types.voidptr
+_dtrsm = types.ExternalFunction("gpexplorer_dtrsm", types.void(*([_vp] * 11)))
+_dsyrk = types.ExternalFunction("gpexplorer_dsyrk", types.void(*([_vp] * 10)))
+
+_R, _U, _N, _T = ord("R"), ord("U"), ord("N"), ord("T")
+
+
+@njit_cached
+def solve_lower(L, B, transpose):
+    """L^{-1} B (or L^{-T} B when ``transpose``) for lower-triangular L [M, M], B [M, N].
+
+    Returns a new C-contiguous [M, N] array; B is not modified.
+    """
+    M = L.shape[0]
+    N = B.shape[1]
+    X = np.ascontiguousarray(B).copy()
+    if M == 0 or N == 0:
+        return X
+    Lc = np.ascontiguousarray(L)
+    side = np.array([_R], dtype=np.uint8)
+    uplo = np.array([_U], dtype=np.uint8)
+    trans = np.array([_T if transpose else _N], dtype=np.uint8)
+    diag = np.array([_N], dtype=np.uint8)
+    m = np.array([N], dtype=np.int32)
+    n = np.array([M], dtype=np.int32)
+    one = np.array([1.0])
+    lda = np.array([M], dtype=np.int32)
+    ldb = np.array([N], dtype=np.int32)
+    _dtrsm(side.ctypes, uplo.ctypes, trans.ctypes, diag.ctypes, m.ctypes, n.ctypes, one.ctypes,
+           Lc.ctypes, lda.ctypes, X.ctypes, ldb.ctypes)
+    return X
+
+
+@njit_cached
+def solve_lower_vec(L, b, transpose):
+    """L^{-1} b or L^{-T} b for a vector b [M]."""
+    return solve_lower(L, b.reshape((b.shape[0], 1)), transpose)[:, 0].copy()
+
+
+@njit_cached
+def syrk(A):
+    """A A^T for A [M, N] (C-contiguous), as a full symmetric [M, M] array."""
+    M, N = A.shape
+    C = np.zeros((M, M))
+    if M == 0 or N == 0:
+        return C
+    Ac = np.ascontiguousarray(A)
+    uplo = np.array([_U], dtype=np.uint8)
+    trans = np.array([_T], dtype=np.uint8)
+    n = np.array([M], dtype=np.int32)
+    k = np.array([N], dtype=np.int32)
+    one = np.array([1.0])
+    zero = np.array([0.0])
+    lda = np.array([N], dtype=np.int32)
+    ldc = np.array([M], dtype=np.int32)
+    _dsyrk(uplo.ctypes, trans.ctypes, n.ctypes, k.ctypes, one.ctypes, Ac.ctypes, lda.ctypes,
+           zero.ctypes, C.ctypes, ldc.ctypes)
+    # column-major upper triangle == row-major lower triangle; mirror it
+    for i in range(M):
+        for j in range(i + 1, M):
+            C[i, j] = C[j, i]
+    return C
