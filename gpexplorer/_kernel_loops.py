@@ -96,14 +96,15 @@ def stationary_K_symmetric(kind, Xs, variance, alpha):
 
 
 @njit_kernel_loop
-def stationary_grads(kind, X1s, X2s, K, dL_dK, a, b, variance, lengthscale, alpha):
+def stationary_grads(kind, X1s, X2s, K, dL_dK, a, b, variance, lengthscale, alpha, want_dX2):
     """Contract dL/dK with dK/dtheta for a stationary kernel.
 
     The weight of pair (i, j) is dL_dK[i, j] - a[i] b[j]: the sparse objectives pass their
     rank-one correction separately so the corrected [N1, N2] matrix is never materialised
     (pass empty a, b for none). Returns (d_variance, d_lengthscale [D], d_alpha, dX1 [N1, D],
-    dX2 [N2, D]) with input gradients for the *unscaled* inputs; ``lengthscale`` has one
-    entry per dimension. With r2 = sum_d delta_d^2 (delta the scaled difference):
+    dX2 [N2, D]) with input gradients for the *unscaled* inputs (dX2 is zero unless
+    ``want_dX2``: the sparse objectives need no gradient for the data inputs); ``lengthscale``
+    has one entry per dimension. With r2 = sum_d delta_d^2 (delta the scaled difference):
     dK/dl_d = s phi'(r2) (-2 delta_d^2 / l_d) and dK/dx_d = s phi'(r2) 2 delta_d / l_d.
     """
     n1, d = X1s.shape
@@ -137,7 +138,8 @@ def stationary_grads(kind, X1s, X2s, K, dL_dK, a, b, variance, lengthscale, alph
                 g = c * t * inv_l[k]
                 dl[k] -= g * t
                 dX1[i, k] += g
-                dX2[j, k] -= g
+                if want_dX2:
+                    dX2[j, k] -= g
             if kind == RQ:
                 u = r2 / (2.0 * alpha)
                 dalpha += w * kij * (-math.log1p(u) + u / (1.0 + u))

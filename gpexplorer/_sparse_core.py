@@ -89,20 +89,17 @@ def fitc(Kuu, Kuf, kdiag, y, noise, jitter, grad):
     eye = np.eye(M)
     L = np.linalg.cholesky(Kuu + jitter * eye)
     A = blas.solve_lower(L, Kuf, False)  # [M, N] = L^{-1} Kuf
-    g = np.empty(N)
-    active = np.empty(N, dtype=np.bool_)
-    Ag = np.empty((M, N))  # A G^{-1/2}
-    for n in range(N):
-        q = 0.0
-        for m in range(M):
-            q += A[m, n] * A[m, n]
-        gap = kdiag[n] - q
-        # round-off can push diag(Qff) above diag(Kff): clip, and that entry is then constant
-        active[n] = gap > 0.0
-        g[n] = (gap if gap > 0.0 else 0.0) + noise
-        s = 1.0 / math.sqrt(g[n])
-        for m in range(M):
-            Ag[m, n] = A[m, n] * s
+    # all loops below run along rows: the [M, N] arrays are C-contiguous
+    q = np.zeros(N)  # diag(Qff)
+    for m in range(M):
+        for n in range(N):
+            q[n] += A[m, n] * A[m, n]
+    gap = kdiag - q
+    # round-off can push diag(Qff) above diag(Kff): clip, and that entry is then constant
+    active = gap > 0.0
+    g = np.where(active, gap, 0.0) + noise
+    inv_sqrt_g = 1.0 / np.sqrt(g)
+    Ag = A * inv_sqrt_g  # A G^{-1/2}
     LB = np.linalg.cholesky(eye + blas.syrk(Ag))
     c = blas.solve_lower_vec(LB, np.dot(A, y / g), False)
     terms = np.empty(4)
@@ -118,39 +115,32 @@ def fitc(Kuu, Kuf, kdiag, y, noise, jitter, grad):
     LBinv = blas.solve_lower(LB, eye, False)
     Binv = np.dot(LBinv.T, LBinv)
     U = np.dot(Binv, A)  # [M, N] = B^{-1} A
-    w = np.empty(N)  # diag(W) on active entries, 0 where g was clipped
-    dnoise = 0.0  # dg/ds2 = 1 for every entry, clipped or not: dF/ds2 = tr(W)
-    n_pos = 0
-    for n in range(N):
-        s = 0.0
-        for m in range(M):
-            s += A[m, n] * U[m, n]
-        w_nn = 0.5 * (1.0 / g[n] - s / (g[n] * g[n]) - alpha[n] * alpha[n])  # diag C^{-1}, alpha
-        dnoise += w_nn
-        w[n] = w_nn if active[n] else 0.0
-        if w[n] > 0.0:
-            n_pos += 1
-        # W_Q = W - diag(w): dF/dKuf = L^{-T} [B^{-1} A G^{-1} - 2 A diag(w)] - (P alpha) alpha^T
-        for m in range(M):
-            U[m, n] = U[m, n] / g[n] - 2.0 * w[n] * A[m, n]
+    AU = np.zeros(N)  # diag(A^T B^{-1} A)
+    for m in range(M):
+        for n in range(N):
+            AU[n] += A[m, n] * U[m, n]
+    w_full = 0.5 * (1.0 / g - AU / (g * g) - alpha * alpha)  # diag W = 1/2 (diag C^{-1} - alpha^2)
+    dnoise = np.sum(w_full)  # dg/ds2 = 1 for every entry, clipped or not: dF/ds2 = tr(W)
+    w = np.where(active, w_full, 0.0)  # clipped entries no longer depend on Kff or Qff
+    # W_Q = W - diag(w): dF/dKuf = L^{-T} [B^{-1} A G^{-1} - 2 A diag(w)] - (P alpha) alpha^T
+    inv_g = 1.0 / g
+    for m in range(M):
+        for n in range(N):
+            U[m, n] = U[m, n] * inv_g[n] - 2.0 * w[n] * A[m, n]
     dKuf_base = blas.solve_lower(L, U, True)
     P_alpha = blas.solve_lower_vec(L, np.dot(A, alpha), True)
     # A diag(w) A^T as two symmetric rank-k updates over the columns with w > 0 and w < 0
-    Apos = np.empty((M, n_pos))
-    Aneg = np.empty((M, N - n_pos))
-    ip = 0
-    ineg = 0
-    for n in range(N):
-        if w[n] > 0.0:
-            s = math.sqrt(w[n])
-            for m in range(M):
-                Apos[m, ip] = A[m, n] * s
-            ip += 1
-        else:
-            s = math.sqrt(-w[n])
-            for m in range(M):
-                Aneg[m, ineg] = A[m, n] * s
-            ineg += 1
+    pos = np.flatnonzero(w > 0.0)
+    neg = np.flatnonzero(w <= 0.0)
+    sw_pos = np.sqrt(w[pos])
+    sw_neg = np.sqrt(-w[neg])
+    Apos = np.empty((M, pos.shape[0]))
+    Aneg = np.empty((M, neg.shape[0]))
+    for m in range(M):
+        for i in range(pos.shape[0]):
+            Apos[m, i] = A[m, pos[i]] * sw_pos[i]
+        for i in range(neg.shape[0]):
+            Aneg[m, i] = A[m, neg[i]] * sw_neg[i]
     AwA = blas.syrk(Apos) - blas.syrk(Aneg)
     # dF/dKuu = -1/2 [L^{-T}(I - B^{-1} - 2 A diag(w) A^T)L^{-1} - (P alpha)(P alpha)^T]
     dKuu = -0.5 * (_sandwich(L, eye - Binv - 2.0 * AwA) - np.outer(P_alpha, P_alpha))
@@ -174,7 +164,7 @@ def fused_stationary(kind, X, y, Z, variance, lengthscale, alpha, noise, jitter,
     else:
         out = homoscedastic(Kuu, Kuf, kdiag, y, noise, jitter, approx == VFE, True)
     terms, L, LB, wts, g, dKuu, dKuf, a, b, dKdiag, dnoise = out
-    v1, l1, a1, dZ1, dZ2 = kl.stationary_grads(kind, Zs, Zs, Kuu, dKuu, _E1, _E1, variance, lengthscale, alpha)
-    v2, l2, a2, dZ3, _ = kl.stationary_grads(kind, Zs, Xs, Kuf, dKuf, a, b, variance, lengthscale, alpha)
+    v1, l1, a1, dZ1, dZ2 = kl.stationary_grads(kind, Zs, Zs, Kuu, dKuu, _E1, _E1, variance, lengthscale, alpha, True)
+    v2, l2, a2, dZ3, _ = kl.stationary_grads(kind, Zs, Xs, Kuf, dKuf, a, b, variance, lengthscale, alpha, False)
     dvar = v1 + v2 + np.sum(dKdiag)
     return terms, dvar, l1 + l2, a1 + a2, dnoise, dZ1 + dZ2 + dZ3

@@ -158,7 +158,9 @@ class Stationary(Kernel):
         return loops.stationary_K(self._kind, X1s, X2s, self.variance, self._alpha)
 
     def Kdiag(self, X):
-        return np.full(_as_inputs(X).shape[0], self.variance)
+        X = _as_inputs(X)
+        self.check_input_dim(X.shape[1])
+        return np.full(X.shape[0], self.variance)
 
     def _grads(self, dL_dK, X, X2, K=None):
         _, _, X1s, X2s, ls = self._scaled(X, X2)
@@ -167,7 +169,8 @@ class Stationary(Kernel):
         dL_dK = np.ascontiguousarray(dL_dK, dtype=float)
         if dL_dK.shape != K.shape:
             raise ValueError(f"dL_dK has shape {dL_dK.shape}, expected {K.shape}")
-        return loops.stationary_grads(self._kind, X1s, X2s, K, dL_dK, _EMPTY, _EMPTY, self.variance, ls, self._alpha)
+        return loops.stationary_grads(self._kind, X1s, X2s, K, dL_dK, _EMPTY, _EMPTY, self.variance, ls,
+                                      self._alpha, X2 is None)
 
     def grad_params(self, dL_dK, X, X2=None, K=None):
         dvar, dl, dalpha, _, _ = self._grads(dL_dK, X, X2, K)
@@ -177,6 +180,7 @@ class Stationary(Kernel):
         return {"variance": dvar, "lengthscale": _reduce_ard(dl, self.lengthscale)}
 
     def grad_params_diag(self, dL_dKdiag, X):
+        self.check_input_dim(_as_inputs(X).shape[1])
         zero_l = 0.0 if np.ndim(self.lengthscale) == 0 else np.zeros_like(self.lengthscale)
         out = {n: 0.0 for n in self.param_names}
         out.update(variance=float(np.sum(dL_dKdiag)), lengthscale=zero_l)
@@ -256,7 +260,9 @@ class Periodic(Kernel):
         return loops.periodic_K(X, X2, self.variance, ls, self.period)
 
     def Kdiag(self, X):
-        return np.full(_as_inputs(X).shape[0], self.variance)
+        X = _as_inputs(X)
+        self.check_input_dim(X.shape[1])
+        return np.full(X.shape[0], self.variance)
 
     def _grads(self, dL_dK, X, X2, K=None):
         X1, X2_, ls = self._prep(X, X2)
@@ -272,6 +278,7 @@ class Periodic(Kernel):
         return {"variance": dvar, "lengthscale": _reduce_ard(dl, self.lengthscale), "period": dper}
 
     def grad_params_diag(self, dL_dKdiag, X):
+        self.check_input_dim(_as_inputs(X).shape[1])
         zero_l = 0.0 if np.ndim(self.lengthscale) == 0 else np.zeros_like(self.lengthscale)
         return {"variance": float(np.sum(dL_dKdiag)), "lengthscale": zero_l, "period": 0.0}
 
@@ -309,12 +316,14 @@ class Linear(Kernel):
 
     def grad_params(self, dL_dK, X, X2=None, K=None):
         X = _as_inputs(X)
+        self.check_input_dim(X.shape[1])
         X2 = X if X2 is None else _as_inputs(X2, "X2")
         per_dim = np.sum(X * (np.asarray(dL_dK) @ X2), axis=0)
         return {"variance": _reduce_ard(per_dim, self.variance)}
 
     def grad_params_diag(self, dL_dKdiag, X):
         X = _as_inputs(X)
+        self.check_input_dim(X.shape[1])
         return {"variance": _reduce_ard(np.asarray(dL_dKdiag) @ (X * X), self.variance)}
 
     def grad_X(self, dL_dK, X, X2=None, K=None):
