@@ -1,12 +1,45 @@
-"""numba presets shared by every jitted leaf.
+"""numba presets shared by every jitted leaf, and where their machine code is cached.
 
-``njit_cached`` compiles once and keeps the machine code on disk (``__pycache__`` or
-``NUMBA_CACHE_DIR``) so a dashboard cold-starts without recompiling. ``fastmath`` is off
-near Cholesky factors and log-determinants (reassociation there costs accuracy that the
-gradient checks would catch); the kernel loops allow only the harmless flags.
+``njit_cached`` compiles once and keeps the machine code on disk so a dashboard cold-starts
+without recompiling. ``fastmath`` is off near Cholesky factors and log-determinants
+(reassociation there costs accuracy that the gradient checks would catch); the kernel loops
+allow only the harmless flags.
+
+numba re-validates a cached function only against its *own* source file, so a cached caller
+would keep an inlined copy of a callee edited in another module. The cache directory is
+therefore keyed by a hash of every jitted module's source: any edit starts a fresh cache.
 """
 
+import hashlib
+import os
+import pathlib
+
 import numba
+
+_HERE = pathlib.Path(__file__).resolve().parent
+_JIT_MODULES = ("_jit.py", "_blas.py", "_kernel_loops.py", "_sparse_core.py")
+
+
+def _source_hash():
+    digest = hashlib.sha256(numba.__version__.encode())
+    for name in _JIT_MODULES:
+        path = _HERE / name
+        if path.exists():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _configure_cache_dir():
+    base = os.environ.get("NUMBA_CACHE_DIR") or str(_HERE / "__pycache__")
+    target = pathlib.Path(base) / f"gpexplorer-{_source_hash()}"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError:  # read-only install: numba falls back to its own user-wide locator
+        return
+    numba.config.CACHE_DIR = str(target)
+
+
+_configure_cache_dir()
 
 njit_cached = numba.njit(cache=True, nogil=True, error_model="numpy")
 

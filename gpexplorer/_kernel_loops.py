@@ -104,8 +104,11 @@ def stationary_grads(kind, X1s, X2s, K, dL_dK, a, b, variance, lengthscale, alph
     (pass empty a, b for none). Returns (d_variance, d_lengthscale [D], d_alpha, dX1 [N1, D],
     dX2 [N2, D]) with input gradients for the *unscaled* inputs (dX2 is zero unless
     ``want_dX2``: the sparse objectives need no gradient for the data inputs); ``lengthscale``
-    has one entry per dimension. With r2 = sum_d delta_d^2 (delta the scaled difference):
-    dK/dl_d = s phi'(r2) (-2 delta_d^2 / l_d) and dK/dx_d = s phi'(r2) 2 delta_d / l_d.
+    has one entry per dimension. With r2 = sum_d delta_d^2 (delta the scaled difference) and
+    c = 2 w s phi'(r2):  dK/dl_d -> -c delta_d^2 / l_d  and  dK/dx_d -> c delta_d / l_d.
+
+    Row by row: one pass over j fills the pair weights c_j, then one pass per dimension
+    accumulates in scalars, which the compiler vectorises.
     """
     n1, d = X1s.shape
     n2 = X2s.shape[0]
@@ -117,32 +120,39 @@ def stationary_grads(kind, X1s, X2s, K, dL_dK, a, b, variance, lengthscale, alph
     dl = np.zeros(d)
     dX1 = np.zeros((n1, d))
     dX2 = np.zeros((n2, d))
-    delta = np.empty(d)
+    c = np.empty(n2)
     for i in range(n1):
         a_i = a[i] if rank_one else 0.0
+        acc_var = 0.0
         for j in range(n2):
             w = dL_dK[i, j]
-            if rank_one:
+            if rank_one:  # b is empty otherwise: never index it
                 w -= a_i * b[j]
             r2 = 0.0
             for k in range(d):
                 t = X1s[i, k] - X2s[j, k]
-                delta[k] = t
                 r2 += t * t
             kij = K[i, j]
             p = kij * inv_var
-            dvar += w * p
-            c = 2.0 * w * variance * dphi_dr2(kind, r2, p, alpha)
-            for k in range(d):
-                t = delta[k]
-                g = c * t * inv_l[k]
-                dl[k] -= g * t
-                dX1[i, k] += g
-                if want_dX2:
-                    dX2[j, k] -= g
+            acc_var += w * kij
+            c[j] = 2.0 * w * variance * dphi_dr2(kind, r2, p, alpha)
             if kind == RQ:
                 u = r2 / (2.0 * alpha)
                 dalpha += w * kij * (-math.log1p(u) + u / (1.0 + u))
+        dvar += acc_var * inv_var
+        for k in range(d):
+            xi = X1s[i, k]
+            acc_x = 0.0
+            acc_l = 0.0
+            for j in range(n2):
+                ct = c[j] * (xi - X2s[j, k])
+                acc_x += ct
+                acc_l += ct * (xi - X2s[j, k])
+            dX1[i, k] = acc_x * inv_l[k]
+            dl[k] -= acc_l * inv_l[k]
+            if want_dX2:
+                for j in range(n2):
+                    dX2[j, k] -= c[j] * (xi - X2s[j, k]) * inv_l[k]
     return dvar, dl, dalpha, dX1, dX2
 
 

@@ -19,6 +19,7 @@ Sums and products combine kernels; their parameters are named "<index>.<name>".
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -37,6 +38,10 @@ def _as_inputs(X, name="X"):
 
 
 def _positive(name, value, allow_array):
+    if type(value) in (float, int, np.float64):  # the common scalar case, without numpy overhead
+        v = float(value)
+        if v > 0.0 and math.isfinite(v):
+            return v
     arr = np.asarray(value, dtype=float)
     if arr.ndim > 1 or (arr.ndim == 1 and not allow_array):
         raise ValueError(f"{name} must be a scalar{' or a 1-D array' if allow_array else ''}; got shape {arr.shape}")
