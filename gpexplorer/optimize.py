@@ -9,6 +9,7 @@ Each accepted L-BFGS-B iterate is recorded (objective, terms, parameters) for re
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -91,7 +92,7 @@ class _Packer:
         for n in self.names:
             v = x[i:i + self.sizes[n]]
             i += self.sizes[n]
-            v = v if n == "Z" else np.exp(v)
+            v = v.copy() if n == "Z" else np.exp(v)  # never a view of the optimiser's buffer
             out[n] = v.reshape(self.shapes[n]) if self.shapes[n] else float(v[0])
         return out
 
@@ -170,13 +171,16 @@ def _single_run(model, packer, params, max_iter, callback, tol, blas_threads, co
     model.set_parameters(params)
     M = model.Z.shape[0] if hasattr(model, "Z") else model.X.shape[0]
     threaded = blas_threads > 1 and model.X.shape[0] * M * M > _THREADED_WORK
-    cache = {}
+    order = list(params)
+    fixed_values = {k: v for k, v in _snapshot(params).items() if k not in packer.names}
+    cache = {}  # x bytes -> (F, flat gradient, terms, parameter values); the last few only
     n_eval = [0]
 
     def evaluate(x):
         key = x.tobytes()
-        if key in cache:
-            return cache[key][0], cache[key][1]
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[0], hit[1]
         values = packer.unpack(x)
         n_eval[0] += 1
         try:
@@ -187,22 +191,28 @@ def _single_run(model, packer, params, max_iter, callback, tol, blas_threads, co
             else:
                 F, grads, terms = model.objective_and_gradient()
             g = packer.chain(values, grads)
-            if not (np.isfinite(F) and np.all(np.isfinite(g))):
+            if not (math.isfinite(F) and math.isfinite(g.sum())):
                 raise FloatingPointError
         except (CholeskyError, FloatingPointError, np.linalg.LinAlgError):
             F, g, terms = _FAILED, np.zeros_like(x), {}
         if len(cache) > 8:
             cache.pop(next(iter(cache)))
-        cache[key] = (F, g, terms)
+        cache[key] = (F, g, terms, values)
         return F, g
 
+    def entry_at(x):
+        F, _ = evaluate(x)
+        _, _, terms, values = cache[x.tobytes()]
+        snapshot = {k: (values[k].copy() if k == "Z" else values[k]) if k in values else fixed_values[k]
+                    for k in order}
+        return TraceEntry(len(trace), F, dict(terms), snapshot)
+
+    trace = []
     x0 = packer.pack(params)
-    F0, _ = evaluate(x0)
-    trace = [TraceEntry(0, F0, dict(cache[x0.tobytes()][2]), _snapshot(model.parameters | packer.unpack(x0)))]
+    trace.append(entry_at(x0))
 
     def on_iterate(xk):
-        F, _ = evaluate(xk)
-        entry = TraceEntry(len(trace), F, dict(cache[xk.tobytes()][2]), _snapshot(model.parameters | packer.unpack(xk)))
+        entry = entry_at(xk)
         trace.append(entry)
         if callback is not None and callback(entry):
             raise StopIteration
@@ -223,7 +233,7 @@ def _single_run(model, packer, params, max_iter, callback, tol, blas_threads, co
         final_params = best.params
         F_final = best.objective
     else:
-        final_params = _snapshot(model.parameters | packer.unpack(res_x))
+        final_params = entry_at(res_x).params
     model.set_parameters(final_params)
     return {"params": final_params, "objective": F_final, "success": success, "message": message,
             "n_iter": nit, "n_eval": n_eval[0], "trace": trace}
