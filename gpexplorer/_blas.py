@@ -34,9 +34,14 @@ def solve_lower(L, B, transpose):
 
     Returns a new C-contiguous [M, N] array; B is not modified.
     """
+    return solve_lower_inplace(L, np.ascontiguousarray(B).copy(), transpose)
+
+
+@njit_cached
+def solve_lower_inplace(L, X, transpose):
+    """Overwrite the C-contiguous [M, N] array X with L^{-1} X (or L^{-T} X) and return it."""
     M = L.shape[0]
-    N = B.shape[1]
-    X = np.ascontiguousarray(B).copy()
+    N = X.shape[1]
     if M == 0 or N == 0:
         return X
     Lc = np.ascontiguousarray(L)

@@ -127,15 +127,17 @@ def fitc(Kuu, Kuf, kdiag, y, noise, jitter, grad):
     for m in range(M):
         for n in range(N):
             U[m, n] = U[m, n] * inv_g[n] - 2.0 * w[n] * A[m, n]
-    dKuf_base = blas.solve_lower(L, U, True)
+    dKuf_base = blas.solve_lower_inplace(L, U, True)  # U is not needed any more
     P_alpha = blas.solve_lower_vec(L, np.dot(A, alpha), True)
-    # A diag(w) A^T as two symmetric rank-k updates over the columns with w > 0 and w < 0
+    # A diag(w) A^T as two symmetric rank-k updates over the columns with w > 0 and w < 0;
+    # their operands reuse Ag's memory (large temporaries cost page faults, not just flops)
     pos = np.flatnonzero(w > 0.0)
     neg = np.flatnonzero(w <= 0.0)
     sw_pos = np.sqrt(w[pos])
     sw_neg = np.sqrt(-w[neg])
-    Apos = np.empty((M, pos.shape[0]))
-    Aneg = np.empty((M, neg.shape[0]))
+    flat = Ag.ravel()
+    Apos = flat[: M * pos.shape[0]].reshape((M, pos.shape[0]))
+    Aneg = flat[M * pos.shape[0]:].reshape((M, neg.shape[0]))
     for m in range(M):
         for i in range(pos.shape[0]):
             Apos[m, i] = A[m, pos[i]] * sw_pos[i]
