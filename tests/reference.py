@@ -451,3 +451,26 @@ def check_grad_close(analytic, numeric, rtol=1e-5, atol=1e-7):
             f"analytic={av:.10g}, numeric={nv:.10g}, abs err={ev:.3g}, rel err={rel:.3g} "
             f"(rtol={rtol:g}, atol={atol:g}, allowed={float(allowed[idx]):.3g})"
         )
+
+
+#: gpexplorer kernel class name -> reference kernel name
+LIBRARY_KERNEL_NAMES = {"SquaredExponential": "se", "Matern12": "matern12", "Matern32": "matern32",
+                        "Matern52": "matern52", "RationalQuadratic": "rq", "Periodic": "periodic",
+                        "Linear": "linear"}
+
+
+def ref_K(kernel, X1, X2):
+    """Dense reference covariance for a gpexplorer kernel object, recursing into Sum / Product.
+
+    Only the object's class name, ``params`` and ``kernels`` are read, so this module still
+    needs nothing from gpexplorer.
+    """
+    kind = type(kernel).__name__
+    if kind == "Sum":
+        return sum(ref_K(k, X1, X2) for k in kernel.kernels)
+    if kind == "Product":
+        out = ref_K(kernel.kernels[0], X1, X2)
+        for k in kernel.kernels[1:]:
+            out = out * ref_K(k, X1, X2)
+        return out
+    return ref_kernel(LIBRARY_KERNEL_NAMES[kind], X1, X2, **kernel.params)
