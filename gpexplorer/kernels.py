@@ -381,12 +381,6 @@ class _Combination(Kernel):
             head, _, rest = name.partition(".")
             self.kernels[int(head)].assign_unchecked({rest: value})
 
-    def __getattr__(self, name):
-        head, _, rest = name.partition(".")
-        if head.isdigit() and rest and "kernels" in self.__dict__:
-            return getattr(self.kernels[int(head)], rest)
-        raise AttributeError(name)
-
     def check_input_dim(self, D):
         for k in self.kernels:
             k.check_input_dim(D)

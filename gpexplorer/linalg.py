@@ -79,7 +79,3 @@ def inv_from_cholesky(L):
     if info != 0:
         raise CholeskyError("inverse from Cholesky factor failed")
     return np.tril(Ainv) + np.tril(Ainv, -1).T
-
-
-def logdet_from_cholesky(L):
-    return 2.0 * float(np.sum(np.log(np.diag(L))))
