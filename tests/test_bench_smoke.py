@@ -50,3 +50,15 @@ def test_markdown_report_without_gpy(bench):
     results = {"quick": True, "environment": bench.environment(), "cells": [cell], "failures": []}
     text = bench.format_markdown(results)
     assert "| VFE | 50 | 5 |" in text
+
+
+def test_timing_quartiles_stay_within_the_measured_range(bench):
+    """With two very different timings, exclusive quantiles would extrapolate below zero."""
+    import time
+
+    durations = iter([0.0, 0.0, 0.0, 0.0, 0.03])  # warm-up x2, sizing call, then two timed calls
+
+    out = bench.time_call(lambda i: time.sleep(next(durations, 0.0)), target_seconds=0.01,
+                          min_repeats=2, max_repeats=2)
+    assert out["repeats"] == 2
+    assert 0.0 < out["min_ms"] <= out["q1_ms"] <= out["median_ms"] <= out["q3_ms"]

@@ -201,7 +201,7 @@ def time_call(fn, target_seconds=1.5, min_repeats=5, max_repeats=2000, warmup=2)
         if gc_was_enabled:
             gc.enable()
     ms = sorted(t * 1e3 for t in times)
-    q = statistics.quantiles(ms, n=4) if len(ms) >= 2 else [ms[0]] * 3
+    q = statistics.quantiles(ms, n=4, method="inclusive") if len(ms) >= 2 else [ms[0]] * 3
     return {"median_ms": statistics.median(ms), "min_ms": ms[0], "q1_ms": q[0], "q3_ms": q[2],
             "repeats": repeats}
 
