@@ -418,7 +418,13 @@ class Sum(_Combination):
         return sum(k.grad_X(dL_dK, X, X2) for k in self.kernels)
 
     def grad_params_and_X(self, dL_dK, X, X2=None, K=None):
-        return self.grad_params(dL_dK, X, X2), self.grad_X(dL_dK, X, X2)
+        """One contraction pass per child (the hot path of the generic sparse objective)."""
+        params, dX = {}, 0.0
+        for i, k in enumerate(self.kernels):
+            p, g = k.grad_params_and_X(dL_dK, X, X2)
+            params.update(self._prefix(i, p))
+            dX = dX + g
+        return params, dX
 
 
 class Product(_Combination):

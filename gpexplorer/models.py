@@ -233,7 +233,7 @@ class SparseGPR(_GPRBase):
         kdiag = self.kernel.Kdiag(self.X)
         return Kuu, Kuf, kdiag
 
-    def _objective(self, grad, _with_matrices=False):
+    def _objective(self, grad):
         Kuu, Kuf, kdiag = self._matrices()
         result, posterior = sparse.collapsed_objective(
             Kuu, Kuf, kdiag, self.y, self.noise_variance, self.jitter, self.approximation, grad=grad)
