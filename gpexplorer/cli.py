@@ -2,12 +2,17 @@
 
     gpexplorer snelson [--seeds 0 1 2] [--M 15]   thesis ch. 3 on Snelson: exact vs FITC vs VFE
     gpexplorer sweep [--Ms 4 6 8 10 15 20]        VFE bound and upper bound against M
+    gpexplorer serve [--port 5006] [--show]       all dashboards (apps/*.py) with `panel serve`
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
+from pathlib import Path
+
+WEBSOCKET_MAX_BYTES = 20_000_000  # uploads are checked again (and capped lower) by the pages
 
 
 def _snelson(args):
@@ -27,6 +32,39 @@ def _sweep(args):
         print(f"{r['M']:>4} {r['bound']:>10.2f} {r['noise_variance']:>8.4f} {r['upper_bound']:>12.2f}")
 
 
+def apps_dir() -> Path:
+    """The repository's ``apps/`` folder, next to the installed (editable) package."""
+    return Path(__file__).resolve().parent.parent / "apps"
+
+
+def serve_command(port=5006, address="127.0.0.1", show=False, apps=None):
+    """The ``panel serve`` command line that starts every page in ``apps/``."""
+    folder = apps_dir() if apps is None else Path(apps)
+    pages = sorted(str(p) for p in folder.glob("*.py") if not p.name.startswith("_"))
+    if not pages:
+        raise ValueError(f"no dashboard pages found in {folder}; install gpexplorer from a checkout "
+                         "(pip install -e .) so that apps/ is available")
+    cmd = [sys.executable, "-m", "panel", "serve", *pages, "--port", str(port), "--address", address,
+           "--allow-websocket-origin", f"{address}:{port}", "--allow-websocket-origin", f"localhost:{port}",
+           "--websocket-max-message-size", str(WEBSOCKET_MAX_BYTES)]
+    return cmd + (["--show"] if show else [])
+
+
+def _serve(args):
+    cmd = serve_command(args.port, args.address, args.show)
+    pages = [Path(p).stem for p in cmd if p.endswith(".py")]
+    print(f"gpexplorer: serving {', '.join(pages)} at http://{args.address}:{args.port}/", flush=True)
+    for page in pages:
+        print(f"  http://{args.address}:{args.port}/{page}", flush=True)
+    if args.dry_run:
+        print(" ".join(cmd))
+        return
+    try:
+        subprocess.run(cmd, check=False)
+    except KeyboardInterrupt:
+        pass
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="gpexplorer", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -41,6 +79,12 @@ def main(argv=None):
     p.add_argument("--Ms", type=int, nargs="+", default=[4, 6, 8, 10, 15, 20])
     p.add_argument("--dataset", default="snelson")
     p.set_defaults(func=_sweep)
+    p = sub.add_parser("serve", help="start the dashboards (panel serve apps/*.py) on localhost")
+    p.add_argument("--port", type=int, default=5006)
+    p.add_argument("--address", default="127.0.0.1")
+    p.add_argument("--show", action="store_true", help="open a browser tab")
+    p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    p.set_defaults(func=_serve)
     args = parser.parse_args(argv)
     try:
         args.func(args)

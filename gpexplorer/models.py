@@ -12,8 +12,10 @@ Parameters are a flat dict: the kernel's own names, ``"noise_variance"`` and (sp
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import minimize
 
 from gpexplorer import sparse
+from gpexplorer.linalg import CholeskyError
 from gpexplorer.inducing import initial_inducing_inputs
 from gpexplorer.kernels import Kernel, Stationary, _positive
 
@@ -278,6 +280,31 @@ class SparseGPR(_GPRBase):
             return r.value
         r.extras.update(Kuu=Kuu, Kuf=Kuf)
         return r.value, self._chain(r)
+
+    def tightened_upper_bound(self, max_iter=100):
+        """Titsias' upper bound minimised over its own inducing inputs, hyperparameters fixed.
+
+        Thesis §3.2.6, variant 2: starting from this model's Z, L-BFGS-B moves the bound's M
+        inducing inputs to make it as tight as possible. Returns (bound, Z of the bound); the
+        model itself is unchanged. Any bound value is valid, so a failed step only costs tightness.
+        """
+        probe = self.copy()
+        shape = self.Z.shape
+
+        def value_and_grad(z):
+            probe.Z = z.reshape(shape)
+            try:
+                value, grads = probe.upper_bound(eval_gradient=True)
+            except CholeskyError:
+                return np.inf, np.zeros_like(z)
+            return value, grads["Z"].ravel()
+
+        start = self.upper_bound()
+        res = minimize(value_and_grad, self.Z.ravel(), jac=True, method="L-BFGS-B",
+                       options={"maxiter": int(max_iter)})
+        if not np.isfinite(res.fun) or res.fun >= start:
+            return start, self.Z.copy()
+        return float(res.fun), res.x.reshape(shape)
 
     def posterior(self) -> sparse.SparsePosterior:
         return self._objective(grad=False).extras["posterior"]

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from gpexplorer import kernels, models
+from gpexplorer import datasets, kernels, models
 from gpexplorer.linalg import JitterWarning
 
 APPROXIMATIONS = ("sor", "dtc", "fitc", "vfe")
@@ -414,3 +414,17 @@ def test_parameters_roundtrip_and_copy_independence():
 def test_exact_parameters_have_no_Z():
     X, y = data()
     assert set(exact_model(X, y).parameters) == {"variance", "lengthscale", "noise_variance"}
+
+
+def test_tightened_upper_bound_stays_a_valid_bound_and_gets_tighter():
+    ds = datasets.load("snelson100")
+    k = kernels.SquaredExponential(variance=1.0, lengthscale=0.5)
+    m = models.SparseGPR(ds.X, ds.y, kernel=k, Z=10, z_init="random", seed=1, approximation="fitc",
+                         noise_variance=0.05)
+    exact = models.ExactGPR(ds.X, ds.y, kernel=k.copy(), noise_variance=0.05).log_marginal_likelihood()
+    Z_before = m.Z.copy()
+    bound, Z = m.tightened_upper_bound(max_iter=50)
+    assert exact <= bound < m.upper_bound()
+    np.testing.assert_array_equal(m.Z, Z_before)  # the model is unchanged
+    tight = models.SparseGPR(ds.X, ds.y, kernel=k.copy(), Z=Z, noise_variance=0.05).upper_bound()
+    assert tight == pytest.approx(bound, rel=1e-10)

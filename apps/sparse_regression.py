@@ -1,0 +1,16 @@
+"""The sparse-regression lab: `panel serve apps/sparse_regression.py` or `gpexplorer serve`."""
+
+import panel as pn
+
+from gpexplorer.ui import SparseRegressionLab
+from gpexplorer.ui.layout import controls, views
+
+pn.extension(notifications=True)
+
+lab = SparseRegressionLab()
+pn.template.BootstrapTemplate(
+    title="gpexplorer: sparse-regression lab (FITC vs VFE)",
+    sidebar=[controls(lab)],
+    main=[views(lab)],
+    sidebar_width=340,
+).servable(title="Sparse regression lab")

@@ -1,0 +1,75 @@
+"""Long computations (fits, sweeps) on a worker thread, with progress and cancellation.
+
+The worker only writes to its own :class:`BackgroundJob`; the page polls the job from its
+event loop (a periodic callback) and applies the result there, so no Bokeh model is touched
+from another thread. One job object per run, owned by one session: nothing is shared.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+
+class Cancelled(Exception):
+    """Raised inside a job's function when the user pressed cancel."""
+
+
+class BackgroundJob:
+    """Run ``fn(job)`` on a daemon thread; ``fn`` reports with ``job.report(fraction, message)``
+    and checks ``job.cancelled``. ``state`` is "running", "done", "failed" or "cancelled"."""
+
+    def __init__(self, name, fn):
+        self.name = name
+        self.fraction = 0.0
+        self.message = "starting"
+        self.state = "running"
+        self.result = None
+        self.error = None
+        self.started = time.perf_counter()
+        self.elapsed = 0.0
+        self._cancel = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, args=(fn,), name=f"gpexplorer-{name}", daemon=True)
+        self._thread.start()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def cancel(self):
+        self._cancel.set()
+
+    def report(self, fraction, message=""):
+        if self._cancel.is_set():
+            raise Cancelled()
+        with self._lock:
+            self.fraction = min(max(float(fraction), 0.0), 1.0)
+            self.message = message
+
+    def snapshot(self):
+        """(state, fraction, message), read consistently from the polling thread."""
+        with self._lock:
+            return self.state, self.fraction, self.message
+
+    def _run(self, fn):
+        try:
+            result = fn(self)
+            state = "cancelled" if self._cancel.is_set() else "done"
+        except Cancelled:
+            result, state = None, "cancelled"
+        except Exception as err:  # noqa: BLE001 - any failure is shown in the page, never raised
+            result, state = None, "failed"
+            self.error = f"{type(err).__name__}: {err}"
+            self.traceback = traceback.format_exc()
+        with self._lock:
+            self.result = result
+            self.elapsed = time.perf_counter() - self.started
+            self.state = state
+            if state == "done":
+                self.fraction = 1.0
+
+    def join(self, timeout=None):
+        self._thread.join(timeout)
+        return self.state

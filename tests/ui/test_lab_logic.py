@@ -1,0 +1,192 @@
+"""The sparse-regression lab without a browser: settings -> objectives -> data sources."""
+
+import json
+
+import numpy as np
+import panel as pn
+import pytest
+
+from gpexplorer.cli import serve_command
+from gpexplorer.ui import SparseRegressionLab
+from gpexplorer.ui.settings import MAX_UPLOAD_BYTES
+
+
+@pytest.fixture
+def lab():
+    return SparseRegressionLab()
+
+
+def _finish(lab, timeout=120):
+    assert lab.job.join(timeout) in ("done", "failed", "cancelled")
+    lab.poll_job()
+    return lab.job.state
+
+
+def _bounds(lab):
+    return {n: r.log_evidence for n, r in lab.comparison.results.items()}
+
+
+def test_changing_M_changes_the_inducing_markers(lab):
+    assert len(lab.posterior.inducing.data["x"]) == 15
+    lab.settings.M = 7
+    assert len(lab.posterior.inducing.data["x"]) == 7
+    assert len(lab.comparison.results["vfe"].params.Z) == 7
+
+
+def test_hyperparameter_sliders_re_evaluate_every_view(lab):
+    before = _bounds(lab)
+    band_before = np.array(lab.posterior.bands["vfe"].data["upper"])
+    lab.settings.noise_variance = 0.3
+    assert all(_bounds(lab)[n] != before[n] for n in before)
+    assert not np.allclose(lab.posterior.bands["vfe"].data["upper"], band_before)
+    assert "0.3" in lab.noise_readout.object
+
+
+def test_dragging_an_inducing_input_changes_the_bounds_without_fitting(lab):
+    before = lab.bounds_readout.object
+    x = list(lab.posterior.inducing.data["x"])
+    x[0] = x[0] + 1.0
+    lab.posterior.inducing.data = {"x": x, "y": list(lab.posterior.inducing.data["y"])}  # as PointDrawTool does
+    assert lab.settings.inducing_inputs[0] == pytest.approx(x[0])
+    assert lab.Z[0, 0] == pytest.approx(x[0])
+    assert lab.bounds_readout.object != before
+    assert lab.job is None  # nothing was optimised
+
+
+def test_fit_updates_noise_readout_trace_and_replay(lab):
+    lab.settings.max_iter = 80
+    lab.start_fit()
+    assert lab.fit_button.disabled
+    assert _finish(lab) == "done"
+    assert not lab.fit_button.disabled and lab.mode == "fitted"
+    assert "fitted noise" in lab.noise_readout.object
+    fits = lab.fits
+    assert set(fits) == {"exact", "fitc", "vfe"}
+    assert lab.settings.noise_variance == pytest.approx(fits["vfe"].final.noise_variance)  # warm start
+    assert len(lab.trace.objective.get("VFE")[1]) == len(fits["vfe"].trace)
+    end = list(lab.posterior.fitted.data["x"])
+    lab.replay = 0
+    start = list(lab.posterior.fitted.data["x"])
+    assert start != end
+    np.testing.assert_allclose(sorted(start[:15]), sorted(lab.fit_start.Z[:, 0]))
+    lab.settings.noise_variance = 0.2  # back to manual mode; fits stay for replay
+    assert lab.mode == "manual" and lab.fits is fits
+
+
+def test_sweep_runs_in_the_background_and_can_be_cancelled(lab):
+    lab.settings.sweep_max_M = 6
+    lab.settings.max_iter = 40
+    lab.start_sweep()
+    assert _finish(lab) == "done"
+    assert len(lab.sweep_charts.series["nlpd"].get("VFE")[0]) >= 3
+    lab.settings.sweep_max_M = 60
+    lab.settings.max_iter = 1000
+    lab.start_sweep()
+    lab.cancel_job()
+    assert _finish(lab) == "cancelled"
+    assert 'data-state="cancelled"' in lab.status.object
+
+
+@pytest.mark.parametrize("contents, message", [
+    (b"", "empty"),
+    (b"x\n1\n2\n3\n", "column"),
+    (b"x,y\n1,2\n2,abc\n", "abc"),
+    (b"x,y\n1,2\n2,nan\n", "NaN"),
+    (b"x,y\n1,2\n", "row"),
+    (b"x,y\n" + b"1.0,2.0\n" * 1_000_000, "MB"),
+])
+def test_a_bad_csv_gets_a_message_not_a_traceback(lab, contents, message):
+    lab._on_upload(type("E", (), {"new": contents})())
+    assert "Upload rejected" in lab.upload_message.object
+    assert message.lower() in lab.upload_message.object.lower()
+    assert lab.settings.dataset == "snelson"  # the page keeps working on its data
+
+
+def test_a_good_csv_becomes_the_dataset(lab):
+    rows = "\n".join(f"{x:.3f},{np.sin(x):.3f}" for x in np.linspace(0, 5, 40))
+    lab._on_upload(type("E", (), {"new": ("x,y\n" + rows).encode()})())
+    assert lab.settings.dataset == "upload" and lab.dataset.n == 40
+    assert len(lab.posterior.data.data["x"]) == 40
+
+
+def test_four_dimensional_data_shows_predicted_vs_true(lab):
+    lab.settings.dataset = "thesis4d"
+    assert not lab.one_dimensional
+    assert len(lab.pvt.sources["vfe"].data["x"]) == lab.dataset.X_test.shape[0]
+
+
+def test_sessions_do_not_share_state():
+    a, b = SparseRegressionLab(), SparseRegressionLab()
+    a.settings.M = 5
+    a.settings.noise_variance = 0.5
+    assert b.settings.M == 15 and b.settings.noise_variance == 0.09
+    assert len(b.posterior.inducing.data["x"]) == 15
+    assert a.posterior.figure is not b.posterior.figure
+
+
+def test_state_exports_to_json(lab):
+    lab.settings.M = 4
+    state = json.loads(lab._state_json().read())
+    assert state["settings"]["M"] == 4 and len(state["Z"]) == 4
+
+
+def test_renders_for_jupyter_and_as_a_standalone_page(lab, tmp_path):
+    root = pn.panel(lab).get_root()
+    names = {m.name for m in root.references()}
+    assert {"posterior", "inducing", "sandwich", "terms"} <= names
+    pn.panel(lab).save(tmp_path / "page.html")
+    assert "posterior" in (tmp_path / "page.html").read_text()
+
+
+def test_serve_command_lists_every_page():
+    cmd = serve_command(port=5999)
+    assert any(c.endswith("sparse_regression.py") for c in cmd)
+    assert cmd[cmd.index("--port") + 1] == "5999"
+    assert MAX_UPLOAD_BYTES < int(cmd[cmd.index("--websocket-max-message-size") + 1])
+
+
+def test_tightened_upper_bound_reveals_fitc_overestimating(lab):
+    """Thesis §3.2.6 / fig. 3.6: with enough inducing inputs, the bound with its own optimised Z
+    drops below FITC's evidence at FITC's optimum; the badge and the sandwich marker show it."""
+    lab.settings.param.update(M=25, max_iter=1000, approximations=["exact", "fitc"])
+    lab.start_fit()
+    assert _finish(lab) == "done"
+    fitc = lab.comparison.results["fitc"]
+    assert fitc.log_evidence <= fitc.upper_bound  # the plain bound at FITC's own Z cannot tell
+    lab.start_tighten()
+    assert _finish(lab) == "done"
+    fitc = lab.comparison.results["fitc"]
+    assert fitc.exact_at_params <= fitc.tightened_upper_bound < fitc.upper_bound
+    assert fitc.log_evidence > fitc.tightened_upper_bound
+    assert any(b.kind == "above-upper-bound" for b in lab.comparison.badges)
+    assert 'data-kind="above-upper-bound"' in lab.badge_pane.object
+    assert lab.sandwich.tight.data["x"] == [fitc.tightened_upper_bound]
+
+
+def test_tab_views_are_computed_when_shown_and_kept_current(lab):
+    assert lab.add_one.series.labels == []  # hidden tab: not computed yet
+    lab.view_tab = "add_one"
+    assert {"VFE total", "FITC total", "VFE trace"} <= set(lab.add_one.series.labels)
+    z, total = lab.add_one.series.get("VFE total")
+    assert len(z) == 80 and np.nanmin(total) >= -1e-6  # an extra inducing input never hurts VFE
+    before = np.array(total)
+    lab.settings.lengthscale = 1.0
+    assert not np.allclose(lab.add_one.series.get("VFE total")[1], before)
+    lab.view_tab = "split"
+    g = np.array(lab.split.source.data["g"])
+    np.testing.assert_allclose(g, lab.comparison.results["vfe"].mean, rtol=1e-10)
+
+
+def test_a_second_fit_is_warm_started(lab):
+    lab.settings.max_iter = 300
+    lab.start_fit()
+    _finish(lab)
+    first = lab.fits
+    lab.settings.noise_variance = lab.settings.noise_variance * 1.05  # a user's nudge to VFE's optimum
+    lab.start_fit()
+    _finish(lab)
+    second = lab.fits
+    np.testing.assert_allclose(second["fitc"].trace[0].Z, first["fitc"].final.Z)  # FITC: its own optimum
+    assert second["vfe"].trace[0].noise_variance == pytest.approx(first["vfe"].final.noise_variance * 1.05)
+    assert second["fitc"].log_evidence[0] == pytest.approx(max(first["fitc"].log_evidence), rel=1e-9)
+    assert second["exact"].n_iter <= 5 < first["exact"].n_iter  # already at its optimum
