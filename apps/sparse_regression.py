@@ -5,12 +5,13 @@ import panel as pn
 from gpexplorer.ui import SparseRegressionLab
 from gpexplorer.ui.layout import controls, views
 
-pn.extension(notifications=True)
+pn.extension()
 
 lab = SparseRegressionLab()
-pn.template.BootstrapTemplate(
-    title="gpexplorer: sparse-regression lab (FITC vs VFE)",
-    sidebar=[controls(lab)],
-    main=[views(lab)],
-    sidebar_width=340,
-).servable(title="Sparse regression lab")
+with pn.io.hold(freeze=True):  # one model-graph recompute for the whole page, not one per root
+    pn.template.BootstrapTemplate(
+        title="gpexplorer: sparse-regression lab (FITC vs VFE)",
+        sidebar=[controls(lab)],
+        main=[views(lab)],
+        sidebar_width=340,
+    ).servable(title="Sparse regression lab")

@@ -41,3 +41,10 @@ def test_no_eval_or_exec_in_package():
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 assert node.func.id not in {"eval", "exec"}, f"{path.name} calls {node.func.id}"
+
+
+def test_app_files_stay_thin():
+    for app in sorted((ROOT / "apps").glob("*.py")):
+        lines = app.read_text().splitlines()
+        assert len(lines) <= 40, f"{app.name} has {len(lines)} lines; pages belong in gpexplorer/ui/"
+        assert ".servable(" in app.read_text(), f"{app.name} does not mark anything servable"

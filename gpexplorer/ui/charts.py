@@ -9,7 +9,7 @@ import numpy as np
 from bokeh.models import ColumnDataSource, FactorRange, Span
 
 from gpexplorer.comparison import APPROXIMATIONS, LABELS, TERMS
-from gpexplorer.ui.figures import COLORS, _figure, _item, _outside_legend, vertical_marker
+from gpexplorer.ui.figures import COLORS, _figure, _item, _outside_legend, assign, vertical_marker
 
 SPARSE = ("sor", "dtc", "fitc", "vfe")
 TERM_LABELS = {"complexity": "complexity", "data_fit": "data fit", "trace": "trace", "total": "total"}
@@ -64,7 +64,8 @@ class SandwichChart:
                 ev["row"].append(row), ev["x"].append(r.log_evidence), ev["color"].append(COLORS[name])
                 ev["line"].append("red" if above else COLORS[name])
         self.rows.factors = list(reversed(rows)) or ["-"]
-        self.bar.data, self.exact.data, self.evidence.data, self.tight.data = bar, exact, ev, tight
+        for source, data in ((self.bar, bar), (self.exact, exact), (self.evidence, ev), (self.tight, tight)):
+            assign(source, data)
         self.tight_item.visible = bool(tight["x"])
 
 
@@ -117,7 +118,8 @@ class _Series:
             self._pending[k].append(v)
 
     def __exit__(self, *exc):
-        self.source.data, self._pending = self._pending, None
+        assign(self.source, self._pending)
+        self._pending = None
 
     def get(self, label):
         """(x, y) of the series called ``label`` (for tests and exports)."""

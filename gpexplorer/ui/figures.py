@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from bokeh.models import ColumnDataSource, Legend, LegendItem, PointDrawTool, Span
 from bokeh.plotting import figure
+from bokeh.transform import factor_cmap
 
 from gpexplorer.comparison import APPROXIMATIONS, LABELS
 
@@ -66,8 +67,12 @@ class PosteriorFigure:
                               line_color="#999999")
         self.items["start"] = _item("Z at fit start", [r_start])
         legend.items.append(self.items["start"])
-        self.fitted = ColumnDataSource({"x": [], "y": [], "color": []}, name="inducing-fitted")
-        r_fitted = fig.scatter("x", "y", source=self.fitted, marker="x", size=10, line_width=2, color="color")
+        self.fitted = ColumnDataSource({"x": [], "y": [], "approximation": []}, name="inducing-fitted")
+        # colour by a client-side mapper, not a string column: a held update that grows a
+        # string-colour column from 0 rows broke BokehJS 3.9's decoder (RangeError)
+        r_fitted = fig.scatter("x", "y", source=self.fitted, marker="x", size=10, line_width=2,
+                               color=factor_cmap("approximation", [COLORS[a] for a in APPROXIMATIONS],
+                                                 list(APPROXIMATIONS)))
         self.items["fitted"] = _item("Z of each fit", [r_fitted])
         legend.items.append(self.items["fitted"])
         self.inducing = ColumnDataSource({"x": [], "y": []}, name="inducing")
@@ -82,31 +87,43 @@ class PosteriorFigure:
     def update(self, data_x, data_y, comparison, band, Z_shared, fitted_Z=None, start_Z=None, show_samples=False):
         x = comparison.inputs[:, 0]
         rows = inducing_rows(data_y, len(APPROXIMATIONS))
-        self.data.data = {"x": data_x, "y": data_y}
+        assign(self.data, {"x": data_x, "y": data_y}, unless_equal=True)
         xs, ys, colors = [], [], []
         for name in APPROXIMATIONS:
             r = comparison.results.get(name)
             self.items[name].visible = r is not None and r.mean is not None  # no empty legend entries
             if r is None or r.mean is None:
-                self.bands[name].data = {"x": [], "lower": [], "upper": []}
-                self.means[name].data = {"x": [], "y": []}
+                assign(self.bands[name], {"x": [], "lower": [], "upper": []})
+                assign(self.means[name], {"x": [], "y": []})
                 continue
             sd = 2.0 * np.sqrt(r.var_y if band == "y" else r.var_f)
-            self.bands[name].data = {"x": x, "lower": r.mean - sd, "upper": r.mean + sd}
-            self.means[name].data = {"x": x, "y": r.mean}
+            assign(self.bands[name], {"x": x, "lower": r.mean - sd, "upper": r.mean + sd})
+            assign(self.means[name], {"x": x, "y": r.mean})
             if show_samples and r.samples is not None:
                 sx = comparison.inputs[::_SAMPLE_STRIDE, 0]
                 for s in r.samples:
                     xs.append(sx), ys.append(s), colors.append(COLORS[name])
-        self.samples.data = {"xs": xs, "ys": ys, "color": colors}
-        self.inducing.data = {"x": np.asarray(Z_shared)[:, 0], "y": np.full(len(Z_shared), rows[0])}
+        assign(self.samples, {"xs": xs, "ys": ys, "color": colors})
+        assign(self.inducing, {"x": np.asarray(Z_shared)[:, 0], "y": np.full(len(Z_shared), rows[0])})
         fx, fy, fc = [], [], []
         for k, (name, Z) in enumerate((fitted_Z or {}).items()):
-            fx.extend(np.asarray(Z)[:, 0]), fy.extend([rows[k + 1]] * len(Z)), fc.extend([COLORS[name]] * len(Z))
-        self.fitted.data = {"x": fx, "y": fy, "color": fc}
+            fx.extend(np.asarray(Z)[:, 0]), fy.extend([rows[k + 1]] * len(Z)), fc.extend([name] * len(Z))
+        assign(self.fitted, {"x": fx, "y": fy, "approximation": fc})
         self.items["fitted"].visible = self.items["start"].visible = bool(fx)
         start = np.zeros((0, 1)) if start_Z is None else np.asarray(start_Z)
-        self.start.data = {"x": start[:, 0], "y": np.full(len(start), rows[0])}
+        assign(self.start, {"x": start[:, 0], "y": np.full(len(start), rows[0])})
+
+
+def assign(source, data, unless_equal=False):
+    """Replace a source's data, skipping the websocket message when nothing would change:
+    empty stays empty, and with ``unless_equal`` identical arrays are not re-sent."""
+    old = source.data
+    if set(old) == set(data):
+        if all(len(v) == 0 for v in data.values()) and all(len(v) == 0 for v in old.values()):
+            return
+        if unless_equal and all(np.array_equal(np.asarray(old[k]), np.asarray(v)) for k, v in data.items()):
+            return
+    source.data = data
 
 
 _SAMPLE_STRIDE = 3  # samples are drawn on every third grid point (an eigh of G/3 x G/3)

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
-import operator
-
 import panel as pn
 
 from gpexplorer.ui import settings as cfg
 from gpexplorer.ui.texts import EXPLAIN, TABS
 
 NOTE_WIDTH = 260
+PROMPT_MS = 5  # Panel batches widget events for 50 ms; a third of the 150 ms budget for a re-evaluation
+
+
+class PromptFloatSlider(pn.widgets.FloatSlider):
+    """A FloatSlider whose changes reach Python without Panel's 50 ms batching window.
+
+    Plain sliders, not EditableFloatSlider: each editable slider's JS link forced a full
+    document recompute while the page was built (0.18 s each, measured)."""
+
+    _debounce = PROMPT_MS
+
+
+class PromptButton(pn.widgets.Button):
+    """A Button whose clicks reach Python without Panel's 50 ms batching window."""
+
+    _debounce = PROMPT_MS
+
+
 WIDGETS = {
     "approximations": pn.widgets.CheckButtonGroup, "band": pn.widgets.RadioButtonGroup,
-    **{name: {"type": pn.widgets.EditableFloatSlider, "format": "0.0[000]", "step": 0.01}
+    **{name: {"type": PromptFloatSlider, "format": "0.0[000]", "step": 0.01}
        for name in ("variance", "lengthscale", "alpha", "period")},
-    "noise_variance": {"type": pn.widgets.EditableFloatSlider, "format": "0.0[0000]", "step": 0.001},
+    "noise_variance": {"type": PromptFloatSlider, "format": "0.0[0000]", "step": 0.001},
     # structural sliders act on release: each intermediate M would re-draw Z and discard fits
     "M": {"type": pn.widgets.IntSlider, "throttled": True}, "n_points": {"type": pn.widgets.IntSlider, "throttled": True},
 }
@@ -61,10 +77,12 @@ def views(lab):
     tabs = pn.Tabs(*[(TABS[k], content[k]) for k in keys], dynamic=True, sizing_mode="stretch_width",
                    active=keys.index(lab.view_tab))
     tabs.param.watch(lambda event: setattr(lab, "view_tab", keys[event.new]), "active")
+    posterior, pvt = _view(lab.posterior.figure, "posterior"), _view(lab.pvt.figure, "pvt")
     return pn.Column(
         lab.badge_pane,
-        _view(lab.posterior.figure, "posterior", visible=lab.param.one_dimensional),
-        _view(lab.pvt.figure, "pvt", visible=pn.bind(operator.not_, lab.param.one_dimensional)),
+        # only the view that applies is in the page (the other's Bokeh models are never sent)
+        pn.panel(pn.bind(lambda one_d: posterior if one_d else pvt, lab.param.one_dimensional),
+                 sizing_mode="stretch_width"),
         pn.Row(pn.Column(pn.pane.Bokeh(lab.sandwich.figure, sizing_mode="stretch_width"), lab.bounds_readout,
                          sizing_mode="stretch_width"), _note("sandwich"), sizing_mode="stretch_width"),
         pn.Row(pn.Column(pn.pane.Bokeh(lab.terms.figure, sizing_mode="stretch_width"), lab.noise_readout,

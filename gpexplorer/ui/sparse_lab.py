@@ -30,7 +30,7 @@ from gpexplorer.ui import settings as cfg
 from gpexplorer.ui.charts import AddOneChart, SandwichChart, SweepCharts, TermsChart, TraceCharts
 from gpexplorer.ui.figures import PosteriorFigure, PredictedVsTrueFigure, SplitFigure
 from gpexplorer.ui.jobs import BackgroundJob
-from gpexplorer.ui.layout import lab_layout
+from gpexplorer.ui.layout import PromptButton, lab_layout
 from gpexplorer.ui.readouts import badges_html, bounds_html, noise_html, status_html, upload_html
 from gpexplorer.ui.texts import TABS
 
@@ -85,7 +85,7 @@ class SparseRegressionLab(pn.viewable.Viewer):
         self.badge_pane = pn.pane.HTML(sizing_mode="stretch_width")
         self.status = pn.pane.HTML(status_html("idle", ""), sizing_mode="stretch_width")
         self.progress = pn.indicators.Progress(value=0, max=100, visible=False, sizing_mode="stretch_width")
-        self.fit_button = pn.widgets.Button(label="Optimise", color="primary")
+        self.fit_button = PromptButton(label="Optimise", color="primary")
         self.sweep_button = pn.widgets.Button(label="Run M sweep", color="default")
         self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", disabled=True)
         self.reset_button = pn.widgets.Button(label="Re-initialise Z")
@@ -221,8 +221,9 @@ class SparseRegressionLab(pn.viewable.Viewer):
 
     def _update_views(self, psets):
         ds, c, s = self.dataset, self.comparison, self.settings
-        # not batched with pn.io.hold(): BokehJS 3.9 then failed to decode a colour-mapped source
-        # growing from 0 rows ("RangeError: Offset is outside the bounds of the DataView")
+        # not batched with pn.io.hold(): BokehJS 3.9 then fails to decode the combined patch after a
+        # fit ("RangeError: Offset is outside the bounds of the DataView"); unchanged sources are
+        # skipped instead (figures.assign)
         with self._silenced():
             if ds.input_dim == 1:
                 fitted_Z = ({n: p.Z for n, p in psets.items() if p.Z is not None}
@@ -353,29 +354,31 @@ class SparseRegressionLab(pn.viewable.Viewer):
         if self._poller is not None:
             self._poller.stop()
             self._poller = None
-        self.fit_button.disabled = self.sweep_button.disabled = self.tighten_button.disabled = False
-        self.cancel_button.disabled, self.progress.visible = True, False
         if state == "done":
             {"fit": self._apply_fit, "sweep": self._apply_sweep, "tighten": self._apply_tighten}[job.name](job.result)
             self.status.object = status_html("done", f"{job.name} finished in {job.elapsed:.2f} s")
         else:
             self.status.object = status_html(state, f"{job.name} {state}: {job.error or ''}")
+        self.fit_button.disabled = self.sweep_button.disabled = self.tighten_button.disabled = False
+        self.cancel_button.disabled, self.progress.visible = True, False
 
     def _apply_fit(self, outcomes):
         self.fits = outcomes
         longest = max(len(o.trace) for o in outcomes.values()) - 1
-        self.param.replay.bounds = (0, max(longest, 1))
-        self.replay_slider.disabled = False
         reference = outcomes[_reference(outcomes)]
         with self._silenced():
-            cfg.adopt(self.settings, reference.final)  # warm start for the next fit
+            self.param.replay.bounds = (0, max(longest, 1))
             self.replay = longest
             self.mode = "fitted"
             if reference.final.Z is not None and self.dataset.input_dim == 1:
                 self.Z = np.array(reference.final.Z)
+        self.refresh()  # the plots first: they are what the user is waiting for
+        with self._silenced():
+            cfg.adopt(self.settings, reference.final)  # warm start for the next fit
+            if reference.final.Z is not None and self.dataset.input_dim == 1:
                 self.settings.inducing_inputs = [round(float(v), 6) for v in self.Z[:, 0]]
+        self.replay_slider.disabled = False
         self.trace.update(outcomes)
-        self.refresh()
 
     def _apply_tighten(self, result):
         self.tightened.update(result)

@@ -96,13 +96,14 @@ _JS_FIRST_PLOT = """([figure, source]) => {
   return typeof view.has_finished === 'function' ? view.has_finished() : true;
 }"""
 
-# Panel's EditableFloatSlider is Column([Row([Div "<label>:", Spinner]), Slider]); the Bokeh
-# Slider/Spinner carry no title, so bokeh_page.set_widget_value cannot find them by label.
-# Find the Slider next to the label Div and set value + value_throttled (= a slider release).
+# A plain slider carries its label as `title`. Panel's EditableFloatSlider is
+# Column([Row([Div "<label>:", Spinner]), Slider]) whose Slider has no title: then find the Slider
+# next to the label Div. Either way set value + value_throttled (= a slider release).
 _JS_EDITABLE_SLIDER = """([label, value]) => {
   const clean = (t) => t.replace(/<[^>]*>/g, '').trim().replace(/:$/, '').trim();
-  const found = [];
-  for (const m of Bokeh.documents[0].all_models) {
+  const found = Array.from(Bokeh.documents[0].all_models).filter((m) => 'value_throttled' in m.properties
+    && typeof m.title === 'string' && clean(m.title) === label);  // a plain slider titled `label`
+  for (const m of (found.length ? [] : Bokeh.documents[0].all_models)) {
     if (!('children' in m.properties)) continue;
     const kids = Array.from(m.children ?? []);
     if (kids.length !== 2) continue;
