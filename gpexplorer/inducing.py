@@ -7,7 +7,6 @@ argument (a seed or a numpy Generator); nothing here touches global random state
 from __future__ import annotations
 
 import numpy as np
-from scipy.cluster.vq import kmeans2
 
 INITIALISATIONS = ("even", "random", "kmeans")
 
@@ -55,6 +54,8 @@ def random_subset(X, M, seed=None):
 
 def kmeans(X, M, seed=None):
     """k-means++ centres (scipy.cluster.vq.kmeans2); falls back to a random subset when M >= N."""
+    from scipy.cluster.vq import kmeans2  # imported on use: scipy.cluster pulls in scipy.spatial (0.4 s)
+
     X, M = _check(X, M)
     rng = _rng(seed)
     if M >= X.shape[0]:

@@ -12,7 +12,6 @@ Parameters are a flat dict: the kernel's own names, ``"noise_variance"`` and (sp
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 
 from gpexplorer import sparse
 from gpexplorer.linalg import CholeskyError
@@ -298,6 +297,8 @@ class SparseGPR(_GPRBase):
             except CholeskyError:
                 return np.inf, np.zeros_like(z)
             return value, grads["Z"].ravel()
+
+        from scipy.optimize import minimize  # on use, as in optimize.fit
 
         start = self.upper_bound()
         res = minimize(value_and_grad, self.Z.ravel(), jac=True, method="L-BFGS-B",

@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
 import functools
 
 from threadpoolctl import ThreadpoolController
@@ -223,6 +222,8 @@ def _single_run(model, packer, params, max_iter, callback, tol, blas_threads, co
     if x0.size == 0 or max_iter == 0:
         res_x, success, message, nit = x0, True, "nothing to optimise", 0
     else:
+        from scipy.optimize import minimize  # on use: importing scipy.optimize takes 0.4 s of a page's start
+
         res = minimize(evaluate, x0, jac=True, method="L-BFGS-B", bounds=packer.bounds,
                        callback=on_iterate, options=options)
         res_x, success, message, nit = res.x, bool(res.success), str(res.message), int(res.nit)

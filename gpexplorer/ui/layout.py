@@ -60,29 +60,49 @@ def controls(lab):
     return pn.Column(actions, *groups, sizing_mode="stretch_width")
 
 
+def _tab_content(lab, key):
+    if key == "trace":
+        return pn.Column(_view(lab.trace.figure, "trace"),
+                         pn.pane.Bokeh(lab.trace.terms_figure, sizing_mode="stretch_width"),
+                         sizing_mode="stretch_width")
+    if key == "sweep":
+        return pn.Column(_note("sweep"), pn.GridBox(*[pn.pane.Bokeh(f, sizing_mode="stretch_width")
+                                                      for f in lab.sweep_charts.figures], ncols=2,
+                                                    sizing_mode="stretch_width"), sizing_mode="stretch_width")
+    figure = {"add_one": lambda: lab.add_one.figure, "split": lambda: lab.split.figure}[key]()
+    return _view(figure, key)
+
+
 def views(lab):
-    """The live views, each with a short explanation beside it."""
-    content = {
-        "trace": pn.Column(_view(lab.trace.figure, "trace"),
-                           pn.pane.Bokeh(lab.trace.terms_figure, sizing_mode="stretch_width"),
-                           sizing_mode="stretch_width"),
-        "add_one": _view(lab.add_one.figure, "add_one"),
-        "sweep": pn.Column(_note("sweep"), pn.GridBox(*[pn.pane.Bokeh(f, sizing_mode="stretch_width")
-                                                        for f in lab.sweep_charts.figures], ncols=2,
-                                                      sizing_mode="stretch_width"), sizing_mode="stretch_width"),
-        "split": _view(lab.split.figure, "split"),
-    }
+    """The live views, each with a short explanation beside it. Views out of sight (other tabs,
+    the 4-D predicted-vs-true plot) are built when first shown."""
     keys = list(TABS)
-    # dynamic: a hidden tab's figures reach the browser only when it is opened (faster first page)
-    tabs = pn.Tabs(*[(TABS[k], content[k]) for k in keys], dynamic=True, sizing_mode="stretch_width",
+    holders = {k: pn.Column(sizing_mode="stretch_width") for k in keys}
+
+    def fill(key):
+        if not holders[key].objects:
+            holders[key].objects = [_tab_content(lab, key)]
+
+    fill(lab.view_tab)
+    tabs = pn.Tabs(*[(TABS[k], holders[k]) for k in keys], dynamic=True, sizing_mode="stretch_width",
                    active=keys.index(lab.view_tab))
-    tabs.param.watch(lambda event: setattr(lab, "view_tab", keys[event.new]), "active")
-    posterior, pvt = _view(lab.posterior.figure, "posterior"), _view(lab.pvt.figure, "pvt")
+
+    def on_tab(event):
+        fill(keys[event.new])
+        lab.view_tab = keys[event.new]
+
+    tabs.param.watch(on_tab, "active")
+    main_plot = {}
+
+    def posterior_or_pvt(one_dimensional):
+        key = "posterior" if one_dimensional else "pvt"
+        if key not in main_plot:
+            main_plot[key] = _view(lab.posterior.figure if one_dimensional else lab.pvt.figure, key)
+        return main_plot[key]
+
     return pn.Column(
         lab.badge_pane,
-        # only the view that applies is in the page (the other's Bokeh models are never sent)
-        pn.panel(pn.bind(lambda one_d: posterior if one_d else pvt, lab.param.one_dimensional),
-                 sizing_mode="stretch_width"),
+        pn.panel(pn.bind(posterior_or_pvt, lab.param.one_dimensional), sizing_mode="stretch_width"),
         pn.Row(pn.Column(pn.pane.Bokeh(lab.sandwich.figure, sizing_mode="stretch_width"), lab.bounds_readout,
                          sizing_mode="stretch_width"), _note("sandwich"), sizing_mode="stretch_width"),
         pn.Row(pn.Column(pn.pane.Bokeh(lab.terms.figure, sizing_mode="stretch_width"), lab.noise_readout,

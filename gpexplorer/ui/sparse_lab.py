@@ -15,6 +15,7 @@ next fit starts warm from there.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import time
 
@@ -76,9 +77,8 @@ class SparseRegressionLab(pn.viewable.Viewer):
 
     # construction ----------------------------------------------------------------------
     def _build_components(self):
-        self.posterior, self.pvt, self.split = PosteriorFigure(), PredictedVsTrueFigure(), SplitFigure()
+        self.posterior = PosteriorFigure()
         self.sandwich, self.terms, self.trace = SandwichChart(), TermsChart(), TraceCharts()
-        self.add_one, self.sweep_charts = AddOneChart(), SweepCharts()
         self.posterior.inducing.on_change("data", self._on_drag)
         self.bounds_readout = pn.pane.HTML(sizing_mode="stretch_width")
         self.noise_readout = pn.pane.HTML(sizing_mode="stretch_width")
@@ -103,6 +103,23 @@ class SparseRegressionLab(pn.viewable.Viewer):
         self.download = pn.widgets.FileDownload(callback=self._state_json, filename="gpexplorer-state.json",
                                                 label="Download state (JSON)", color="light")
 
+    # views out of sight are built on first use: Bokeh model construction dominated start-up
+    @functools.cached_property
+    def pvt(self):
+        return PredictedVsTrueFigure()
+
+    @functools.cached_property
+    def split(self):
+        return SplitFigure()
+
+    @functools.cached_property
+    def add_one(self):
+        return AddOneChart()
+
+    @functools.cached_property
+    def sweep_charts(self):
+        return SweepCharts()
+
     def _sync_url(self):
         location = pn.state.location
         if location is not None and pn.state.curdoc is not None:
@@ -126,7 +143,8 @@ class SparseRegressionLab(pn.viewable.Viewer):
         except ValueError as err:  # keep showing the previous data set, with the reason why
             self.error = str(err)
         self.trace.update(None)
-        self.sweep_charts.update(None)
+        if "sweep_charts" in self.__dict__:
+            self.sweep_charts.update(None)
         self.refresh()
 
     def _url_Z(self):

@@ -349,6 +349,22 @@ def test_replay_slider_moves_the_fitted_inducing_markers(lab):
     assert sorted(start[DEFAULT_M:]) == pytest.approx(start_circles, abs=1e-6)
 
 
+def test_tabs_build_and_fill_their_views_when_opened(lab):
+    """Hidden tabs are built on first use: opening one renders its figure with data."""
+    page = lab.page
+    page.get_by_text("Add one inducing input", exact=True).click()
+    page.wait_for_function("() => { const s = Bokeh.documents[0].get_model_by_name('add-one-curves');"
+                           " return s != null && s.get_length() > 0; }", timeout=UPDATE_MS)
+    labels = cds_data(page, "add-one-curves")["label"]
+    assert "VFE total" in labels and "FITC total" in labels
+    page.get_by_text("g/h split", exact=True).click()
+    page.wait_for_function("() => { const s = Bokeh.documents[0].get_model_by_name('gh');"
+                           " return s != null && s.get_length() > 0; }", timeout=UPDATE_MS)
+    page.get_by_text("M sweep", exact=True).click()
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('sweep-nlpd') != null",
+                           timeout=UPDATE_MS)
+
+
 def test_screenshot(open_lab, tmp_path):
     """Fit (so crosses, trace and badges show), wait for idle, take a full-page screenshot.
 
