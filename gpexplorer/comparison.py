@@ -72,6 +72,11 @@ class ApproximationResult:
     error: str | None = None
 
     @property
+    def tightest_upper_bound(self):
+        """The lower of the two upper bounds on log p(y) computed so far (inf if none)."""
+        return min((u for u in (self.upper_bound, self.tightened_upper_bound) if np.isfinite(u)), default=np.inf)
+
+    @property
     def var_y(self):
         return None if self.var_f is None else self.var_f + self.params.noise_variance
 
@@ -99,14 +104,23 @@ def _log_terms(terms):
     return {t: -float(terms.get(t, 0.0)) for t in TERMS}
 
 
+def _hyperparameter_key(p: ParameterSet):
+    # exact bytes: a rounded repr would let nearby hyperparameters share one cached value
+    return tuple((n, np.asarray(v, dtype=float).tobytes()) for n, v in p.kernel.params.items()) + \
+        (float(p.noise_variance),)
+
+
 class _ExactCache:
     """Exact log p(y) is O(N^3); approximations sharing hyperparameters share one evaluation."""
 
     def __init__(self, ds):
         self.ds, self.values = ds, {}
 
+    def store(self, p: ParameterSet, value):
+        self.values[_hyperparameter_key(p)] = value
+
     def __call__(self, p: ParameterSet):
-        key = (repr(p.kernel), float(p.noise_variance))
+        key = _hyperparameter_key(p)
         if key not in self.values:
             self.values[key] = build_model(self.ds, "exact", p).log_marginal_likelihood()
         return self.values[key]
@@ -130,12 +144,13 @@ def evaluate(ds, name, p: ParameterSet, inputs, exact_cache=None, n_samples=0, s
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", JitterWarning)  # reported as a badge instead
             model = build_model(ds, name, p)
-            terms = model.objective_terms()
+            terms, res.mean, res.var_f = model.terms_and_predict_f(inputs)
             res.terms = _log_terms(terms)
             res.log_evidence = -float(sum(terms.values()))
             res.jitter_used = model.jitter_used
+            if name == "exact":
+                exact_cache.store(p, res.log_evidence)
             res.exact_at_params = exact_cache(p)
-            res.mean, res.var_f = model.predict_f(inputs)
             if name != "exact":
                 res.upper_bound = float(model.upper_bound())
                 ls = _lengthscale(p.kernel)
@@ -181,7 +196,7 @@ def badges(results: dict, fitted_noise=None) -> list:
                              f"{label}: {r.clumped_pairs} pair(s) of inducing inputs closer than "
                              f"{CLUMP_TOL} lengthscales; cond(Kuu) = {r.condition_number:.1e}. "
                              "Clumped inputs act as one, switching the others off (§3.2.2)."))
-        upper = min((u for u in (r.upper_bound, r.tightened_upper_bound) if np.isfinite(u)), default=np.inf)
+        upper = r.tightest_upper_bound
         if name != "vfe" and diagnostics.exceeds_upper_bound(r.log_evidence, upper, 1e-6):
             out.append(Badge("above-upper-bound", name,
                              f"{label}'s evidence {r.log_evidence:.2f} exceeds an upper bound on the "
@@ -200,7 +215,7 @@ def badges(results: dict, fitted_noise=None) -> list:
 
 def parameter_key(p: ParameterSet):
     """A hashable fingerprint of a parameter set (to reuse results computed for it)."""
-    return (repr(p.kernel.params), float(p.noise_variance), None if p.Z is None else np.asarray(p.Z).tobytes())
+    return _hyperparameter_key(p) + (None if p.Z is None else np.asarray(p.Z, dtype=float).tobytes(),)
 
 
 def default_grid(X, n=300, margin=0.1):

@@ -91,6 +91,12 @@ class _GPRBase:
         """{"constant", "complexity", "data_fit", "trace"}: they sum to -log_marginal_likelihood()."""
         return dict(self._objective(grad=False).terms)
 
+    def terms_and_predict_f(self, Xnew):
+        """(objective_terms(), mean, var) of f at Xnew from one evaluation of the objective."""
+        r = self._objective(grad=False)
+        mean, var = self._predict_from(r, self._check_new(Xnew))
+        return dict(r.terms), mean, var
+
     def log_marginal_likelihood(self, eval_gradient=False):
         """log p(y) (exact), the model evidence (SoR/DTC/FITC) or Titsias' bound (VFE).
 
@@ -158,8 +164,9 @@ class ExactGPR(_GPRBase):
 
     def predict_f(self, Xnew, full_cov=False):
         """Exact posterior of f at Xnew (R&W eq. 2.25-2.26)."""
-        Xnew = self._check_new(Xnew)
-        r = self._objective(grad=False)
+        return self._predict_from(self._objective(grad=False), self._check_new(Xnew), full_cov)
+
+    def _predict_from(self, r, Xnew, full_cov=False):
         L, alpha = r.extras["L"], r.extras["alpha"]
         Kfs = self.kernel.K(self.X, Xnew)
         mean = Kfs.T @ alpha
@@ -317,8 +324,10 @@ class SparseGPR(_GPRBase):
 
     def predict_f(self, Xnew, full_cov=False):
         """Predictive f at Xnew (eq. 2.10); SoR uses the deterministic conditional (fig. 2.3)."""
-        Xnew = self._check_new(Xnew)
-        post = self.posterior()
+        return self._predict_from(self._objective(grad=False), self._check_new(Xnew), full_cov)
+
+    def _predict_from(self, r, Xnew, full_cov=False):
+        post = r.extras["posterior"]
         Kus = self.kernel.K(self.Z, Xnew)
         conditional = "deterministic" if self.approximation == "sor" else "exact"
         if full_cov:

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import reference
-from gpexplorer import kernels
 from gpexplorer.kernels import KERNELS, Product, Sum
 
 # ---------------------------------------------------------------------------------------------

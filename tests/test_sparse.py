@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reference
 from gpexplorer import kernels, models
-from gpexplorer.kernels import KERNELS, Product, Sum
+from gpexplorer.kernels import KERNELS
 
 JITTER = 1e-6
 APPROXIMATIONS = ("sor", "dtc", "fitc", "vfe")

@@ -56,8 +56,7 @@ class SandwichChart:
             rows.append(row)
             exact["row"].append(row), exact["x"].append(r.exact_at_params)
             if name != "exact":
-                upper = min((u for u in (r.upper_bound, r.tightened_upper_bound) if np.isfinite(u)), default=np.inf)
-                above = np.isfinite(upper) and r.log_evidence > upper
+                above = r.log_evidence > r.tightest_upper_bound
                 if np.isfinite(r.tightened_upper_bound):
                     tight["row"].append(row), tight["x"].append(r.tightened_upper_bound)
                 bar["row"].append(row), bar["exact"].append(r.exact_at_params), bar["upper"].append(r.upper_bound)
@@ -210,7 +209,7 @@ class SweepCharts:
                                        "dashed", f"upper bound at {LABELS[a]}'s optimum")
                             if "upper_bound_tightened" in mine[0]:
                                 series.add([r["M"] for r in mine], [r["upper_bound_tightened"] for r in mine],
-                                           COLORS[a], "dotted", f"same, Z optimised for the bound")
+                                           COLORS[a], "dotted", "same, Z optimised for the bound")
         exact = (sweep or {}).get("exact") or {}
         for key, span in self.exact_lines.items():
             span.location = float(exact[key]) if key in exact else np.nan

@@ -27,6 +27,7 @@ class BackgroundJob:
         self.state = "running"
         self.result = None
         self.error = None
+        self.traceback = None
         self.started = time.perf_counter()
         self.elapsed = 0.0
         self._cancel = threading.Event()

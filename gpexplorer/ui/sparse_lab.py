@@ -138,7 +138,8 @@ class SparseRegressionLab(pn.viewable.Viewer):
         self.replay_slider.disabled = True
         try:
             self.dataset = cfg.load_dataset(self.settings, self.uploaded)
-            self.Z = self._url_Z() if self._url_Z() is not None else cfg.initial_Z(self.dataset, self.settings)
+            url_Z = self._url_Z()
+            self.Z = url_Z if url_Z is not None else cfg.initial_Z(self.dataset, self.settings)
             self.error = None
         except ValueError as err:  # keep showing the previous data set, with the reason why
             self.error = str(err)

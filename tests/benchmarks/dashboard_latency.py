@@ -46,7 +46,6 @@ import pathlib
 import platform
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -59,6 +58,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from server_process import free_port, stop_process_group  # noqa: E402
 from bokeh_page import ConsoleErrors, cds_data, cds_length, drag_point, measure_latency  # noqa: E402
 
 # the browser tests' Chromium flags (tests/ui/conftest.py; importing it needs pytest, which the venv has)
@@ -192,12 +192,6 @@ def cache_files():
 
 # --- the server --------------------------------------------------------------------------------
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Server:
     """``python -m gpexplorer.cli serve --port P`` in its own process group, logging to a file."""
 
@@ -237,20 +231,7 @@ class Server:
 
     def stop(self):
         """SIGTERM the whole process group (gpexplorer.cli and its panel serve child), then SIGKILL."""
-        p = self.process
-        if p is None or p.poll() is not None:
-            return
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(timeout=10)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=10)
+        stop_process_group(self.process)
 
 
 # --- page helpers ------------------------------------------------------------------------------

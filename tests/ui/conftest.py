@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +21,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from server_process import free_port, stop_process_group
 
 UI_DIR = pathlib.Path(__file__).resolve().parent
 ROOT = UI_DIR.parent.parent
@@ -93,36 +92,16 @@ class ServedApp(str):
         return self.log_text()[-chars:]
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """Terminate the server's whole process group (SIGTERM, then SIGKILL after 10 s)."""
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=10)
-    except ProcessLookupError:
-        return
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
 def serve_app(app_path, log_dir) -> tuple[ServedApp, subprocess.Popen]:
     """Start ``panel serve app_path`` on a free port and wait until the app answers HTTP 200.
 
-    Returns the app URL and the process (stop it with :func:`_stop`). The server runs in its own
+    Returns the app URL and the process (stop it with :func:`server_process.stop_process_group`). The server runs in its own
     session (process group) with cwd at the repo root, inherits ``NUMBA_CACHE_DIR`` (set by
     tests/conftest.py) and logs to ``log_dir/<app>-<port>.log``. Fails the test, with the log
     tail, if the server dies or does not answer within ``SERVER_START_TIMEOUT`` seconds.
     """
     app_path = pathlib.Path(app_path).resolve()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/{app_path.stem}"
     log_path = pathlib.Path(log_dir) / f"{app_path.stem}-{port}.log"
     env = dict(os.environ)
@@ -149,7 +128,7 @@ def serve_app(app_path, log_dir) -> tuple[ServedApp, subprocess.Popen]:
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         if time.monotonic() > deadline:
-            _stop(process)
+            stop_process_group(process)
             pytest.fail(f"panel serve {app_path.name} did not answer 200 at {url} within "
                         f"{SERVER_START_TIMEOUT:.0f} s:\n{served.log_tail()}", pytrace=False)
         time.sleep(0.2)
@@ -172,4 +151,4 @@ def panel_server(tmp_path_factory):
 
     yield start
     for _, process in servers.values():
-        _stop(process)
+        stop_process_group(process)
