@@ -64,7 +64,7 @@ class SparseRegressionLab(pn.viewable.Viewer):
         _single_threaded_blas()
         self.settings = cfg.LabSettings()
         super().__init__(**params)
-        self.dataset, self.uploaded, self.error = None, None, None
+        self.dataset, self.uploaded, self.error, self.url_warning = None, None, None, None
         self.Z = None  # shared inducing inputs [M, D]
         self.fits, self.fit_start, self.sweep = None, None, None
         self.tightened = {}  # parameter_key -> upper bound with Z optimised for it
@@ -127,7 +127,10 @@ class SparseRegressionLab(pn.viewable.Viewer):
                           on_error=self._bad_url)
 
     def _bad_url(self, mapped):
-        self.error = f"ignored invalid URL parameters: {sorted(mapped)}"
+        self.url_warning = (f"ignored invalid URL values {mapped}: each must be within its control's "
+                            "range and type")
+        if self.comparison is not None:
+            self.refresh()
 
     # data, Z and settings --------------------------------------------------------------
     def _reload(self):
@@ -258,7 +261,7 @@ class SparseRegressionLab(pn.viewable.Viewer):
             self._update_tab()
             self.bounds_readout.object = bounds_html(c)
             self.noise_readout.object = noise_html(c, self.fits if self.mode == "fitted" else None)
-            self.badge_pane.object = badges_html(c.badges, self.error)
+            self.badge_pane.object = badges_html(c.badges, self._problems())
             self.one_dimensional = ds.input_dim == 1
 
     @param.depends("view_tab", watch=True)
@@ -297,8 +300,11 @@ class SparseRegressionLab(pn.viewable.Viewer):
                                                               p.Z, name, candidates)
         self.add_one.update(curves)
 
+    def _problems(self):
+        return "; ".join(p for p in (self.error, self.url_warning) if p) or None
+
     def _show_error(self):
-        self.badge_pane.object = badges_html([], self.error)
+        self.badge_pane.object = badges_html([], self._problems())
 
     # background jobs -------------------------------------------------------------------
     def start_fit(self):

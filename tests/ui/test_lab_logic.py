@@ -190,3 +190,17 @@ def test_a_second_fit_is_warm_started(lab):
     assert second["vfe"].trace[0].noise_variance == pytest.approx(first["vfe"].final.noise_variance * 1.05)
     assert second["fitc"].log_evidence[0] == pytest.approx(max(first["fitc"].log_evidence), rel=1e-9)
     assert second["exact"].n_iter <= 5 < first["exact"].n_iter  # already at its optimum
+
+
+def test_invalid_url_values_are_reported_not_raised(lab):
+    lab._bad_url({"M": "abc"})  # what pn.state.location calls when a query value is rejected
+    assert "ignored invalid URL values" in lab.badge_pane.object and "abc" in lab.badge_pane.object
+    lab.settings.noise_variance = 0.2  # the page keeps working, the warning stays visible
+    assert "ignored invalid URL values" in lab.badge_pane.object
+
+
+def test_more_inducing_inputs_than_data_points_still_evaluates(lab):
+    lab._on_upload(type("E", (), {"new": b"x,y\n1,2\n2,3\n3,1\n4,0\n5,2\n"})())
+    assert lab.dataset.n == 5 and lab.settings.M == 15 > lab.dataset.n
+    assert all(r.error is None for r in lab.comparison.results.values())
+    assert len(lab.posterior.inducing.data["x"]) == 15

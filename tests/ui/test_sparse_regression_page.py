@@ -275,6 +275,12 @@ def test_url_query_sets_the_initial_state(open_lab):
     expect(page.locator("#noise-readout")).to_contain_text("0.2")
 
 
+def test_invalid_url_values_show_a_message_and_the_page_works(open_lab):
+    page = open_lab("?M=abc&noise_variance=-1").page  # both rejected: the defaults stay
+    expect(page.locator("#badges")).to_contain_text("ignored invalid URL values")
+    assert cds_length(page, "inducing") == DEFAULT_M
+
+
 def test_optimise_finishes_and_shows_fitted_noise(lab):
     page = lab.page
     noise_before = page.locator("#noise-readout").inner_text()
