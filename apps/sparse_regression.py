@@ -4,12 +4,13 @@ import panel as pn
 
 from gpexplorer.ui import SparseRegressionLab
 from gpexplorer.ui.layout import controls, views
+from gpexplorer.ui.markup import LightBootstrapTemplate
 
 pn.extension()
 
 lab = SparseRegressionLab()
 with pn.io.hold(freeze=True):  # one model-graph recompute for the whole page, not one per root
-    pn.template.BootstrapTemplate(
+    LightBootstrapTemplate(
         title="gpexplorer: sparse-regression lab (FITC vs VFE)",
         sidebar=[controls(lab)],
         main=[views(lab)],

@@ -17,7 +17,7 @@ import pathlib
 import numba
 
 _HERE = pathlib.Path(__file__).resolve().parent
-_JIT_MODULES = ("_jit.py", "_blas.py", "_kernel_loops.py", "_sparse_core.py")
+_JIT_MODULES = ("_jit.py", "_blas.py", "_kernel_loops.py", "_sparse_core.py", "_linearized_loops.py", "_feature_loops.py")
 
 
 def _source_hash():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import panel as pn
 
 from gpexplorer.ui import settings as cfg
+from gpexplorer.ui.markup import TextBlock, card_header
 from gpexplorer.ui.texts import EXPLAIN, TABS
 
 NOTE_WIDTH = 260
@@ -37,7 +38,7 @@ WIDGETS = {
 
 
 def _note(key):
-    return pn.pane.Markdown(EXPLAIN[key], width=NOTE_WIDTH, styles={"font-size": "0.85em"})
+    return TextBlock(EXPLAIN[key], width=NOTE_WIDTH, styles={"font-size": "0.85em"})
 
 
 def _view(fig, key, **kw):
@@ -52,8 +53,7 @@ def controls(lab):
                                 sizing_mode="stretch_width")
         extra = [lab.upload, lab.upload_message] if title == "Data" else []
         extra += [lab.reset_button] if title == "Inducing inputs" else []
-        groups.append(pn.Card(widget_panel, *extra, title=title,
-                              sizing_mode="stretch_width"))
+        groups.append(pn.Card(widget_panel, *extra, header=card_header(title), sizing_mode="stretch_width"))
     actions = pn.Column(pn.Row(lab.fit_button, lab.cancel_button), pn.Row(lab.sweep_button, lab.tighten_button),
                         lab.progress,
                         lab.status, lab.replay_slider, lab.download, sizing_mode="stretch_width")

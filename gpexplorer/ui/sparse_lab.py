@@ -32,6 +32,7 @@ from gpexplorer.ui.charts import AddOneChart, SandwichChart, SweepCharts, TermsC
 from gpexplorer.ui.figures import PosteriorFigure, PredictedVsTrueFigure, SplitFigure
 from gpexplorer.ui.jobs import BackgroundJob
 from gpexplorer.ui.layout import PromptButton, lab_layout
+from gpexplorer.ui.markup import TextBlock
 from gpexplorer.ui.readouts import badges_html, bounds_html, noise_html, status_html, upload_html
 from gpexplorer.ui.texts import TABS
 
@@ -80,10 +81,10 @@ class SparseRegressionLab(pn.viewable.Viewer):
         self.posterior = PosteriorFigure()
         self.sandwich, self.terms, self.trace = SandwichChart(), TermsChart(), TraceCharts()
         self.posterior.inducing.on_change("data", self._on_drag)
-        self.bounds_readout = pn.pane.HTML(sizing_mode="stretch_width")
-        self.noise_readout = pn.pane.HTML(sizing_mode="stretch_width")
-        self.badge_pane = pn.pane.HTML(sizing_mode="stretch_width")
-        self.status = pn.pane.HTML(status_html("idle", ""), sizing_mode="stretch_width")
+        self.bounds_readout = TextBlock()
+        self.noise_readout = TextBlock()
+        self.badge_pane = TextBlock()
+        self.status = TextBlock(status_html("idle", ""))
         self.progress = pn.indicators.Progress(value=0, max=100, visible=False, sizing_mode="stretch_width")
         self.fit_button = PromptButton(label="Optimise", color="primary")
         self.sweep_button = pn.widgets.Button(label="Run M sweep", color="default")
@@ -97,7 +98,7 @@ class SparseRegressionLab(pn.viewable.Viewer):
         self.reset_button.on_click(lambda _: self._reinitialise_Z())
         self.upload = pn.widgets.FileInput(accept=".csv,text/csv", label="CSV upload (x..., y; max 2 MB)")
         self.upload.param.watch(self._on_upload, "value")
-        self.upload_message = pn.pane.HTML("", sizing_mode="stretch_width")
+        self.upload_message = TextBlock()
         self.replay_slider = pn.widgets.IntSlider.from_param(self.param.replay, label="Replay iteration",
                                                              disabled=True)
         self.download = pn.widgets.FileDownload(callback=self._state_json, filename="gpexplorer-state.json",

@@ -1,34 +1,34 @@
-"""One short explanation per view of the sparse-regression lab: what to look at."""
+"""One short explanation per view of the sparse-regression lab: what to look at (HTML, no TeX)."""
 
 TABS = {"trace": "Optimisation trace", "add_one": "Add one inducing input", "sweep": "M sweep",
         "split": "g/h split"}
 
 EXPLAIN = {
     "posterior": (
-        "**Posterior.** Dots are data; each colour is an approximation's mean and 2-sigma band over "
-        "the exact GP (grey, dashed). Green triangles are the shared inducing inputs Z: **drag one** "
-        "and every objective is recomputed at once. After *Optimise*, crosses show each approximation's "
+        "<b>Posterior.</b> Dots are data; each colour is an approximation's mean and 2-sigma band over "
+        "the exact GP (grey, dashed). Green triangles are the shared inducing inputs Z: <b>drag one</b> "
+        "and every objective is recomputed at once. After <i>Optimise</i>, crosses show each approximation's "
         "own optimised Z (one row each) and grey circles where the fit started."),
-    "pvt": "**Predicted vs true.** With more than one input dimension the posterior is shown as test "
+    "pvt": "<b>Predicted vs true.</b> With more than one input dimension the posterior is shown as test "
            "predictions against held-out targets; on the diagonal is perfect.",
     "sandwich": (
-        "**Bound sandwich.** Per row, the grey bar runs from the exact log p(y) to Titsias' upper bound at "
+        "<b>Bound sandwich.</b> Per row, the grey bar runs from the exact log p(y) to Titsias' upper bound at "
         "the same parameters. VFE's dot is always left of its bar (a lower bound). A dot right of its "
         "bar (red outline) overestimates the marginal likelihood, as FITC can (thesis 3.2.6)."),
     "terms": (
-        "**Terms (eq. 3.1).** log p(y) = complexity + data fit (+ VFE's trace term), constant omitted. "
+        "<b>Terms (eq. 3.1).</b> log p(y) = complexity + data fit (+ VFE's trace term), constant omitted. "
         "FITC buys data fit with its heteroscedastic diagonal; VFE pays a trace penalty for poor Z."),
-    "noise": "**Noise.** After a fit: each approximation's noise variance beside the exact GP's. FITC's "
+    "noise": "<b>Noise.</b> After a fit: each approximation's noise variance beside the exact GP's. FITC's "
              "far below the exact value is the noise collapse of thesis 3.2.1.",
-    "trace": "**Trace.** Objective and terms at every L-BFGS-B iterate; the replay slider moves the "
+    "trace": "<b>Trace.</b> Objective and terms at every L-BFGS-B iterate; the replay slider moves the "
              "posterior plot through these iterates (dotted marker).",
     "add_one": (
-        "**Add one inducing input (fig. 3.2).** Change of each term of log p(y) if one more inducing input "
+        "<b>Add one inducing input (fig. 3.2).</b> Change of each term of log p(y) if one more inducing input "
         "were placed at z*, everything else fixed. VFE's total is never negative: an extra inducing "
         "input cannot hurt its bound; FITC's can be."),
-    "sweep": "**M sweep (fig. 3.5-3.7).** Each M fitted from scratch in the background: objective, noise, "
+    "sweep": "<b>M sweep (fig. 3.5-3.7).</b> Each M fitted from scratch in the background: objective, noise, "
              "NLPD and SMSE against M for FITC and VFE, with the exact GP dotted and the upper bound dashed.",
-    "split": "**g/h split (fig. 2.4-2.5).** f = g + h: g carries what the inducing outputs explain, h the "
+    "split": "<b>g/h split (fig. 2.4-2.5).</b> f = g + h: g carries what the inducing outputs explain, h the "
              "remaining prior variance, large away from Z. SoR drops h entirely.",
     "badges": "Badges flag pathologies as they occur: noise collapse, clumped inputs, above the upper "
               "bound, escalated jitter.",
