@@ -1,5 +1,14 @@
-"""Panel/Param/Bokeh dashboards over the inference code (the only package importing them)."""
+"""Panel/Param/Bokeh dashboards over the inference code (the only package importing them).
 
-from gpexplorer.ui.sparse_lab import SparseRegressionLab
+Each lab is imported on first use (PEP 562), so a page loads only its own modules."""
 
-__all__ = ["SparseRegressionLab"]
+import importlib
+
+_LABS = {"SparseRegressionLab": "gpexplorer.ui.sparse_lab", "LinearizedLab": "gpexplorer.ui.linearized_lab"}
+__all__ = list(_LABS)
+
+
+def __getattr__(name):
+    if name in _LABS:
+        return getattr(importlib.import_module(_LABS[name]), name)
+    raise AttributeError(f"module 'gpexplorer.ui' has no attribute {name!r}")
