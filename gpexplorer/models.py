@@ -1,4 +1,5 @@
-"""The public facade: ``ExactGPR`` and ``SparseGPR`` (sklearn-like, explicit fitted state).
+"""The public facade: ``ExactGPR`` and ``SparseGPR`` (sklearn-like, explicit fitted state),
+and the linearised models ``LinearizedGP`` (EGP/UGP) and ``LinearizedKitchenSinks`` (EKS/UKS).
 
 >>> m = SparseGPR(X, y, kernel=kernels.SquaredExponential(), Z=Z, approximation="vfe")
 >>> m.log_marginal_likelihood(eval_gradient=True)   # (value, {"variance", ..., "Z"})
@@ -338,3 +339,15 @@ class SparseGPR(_GPRBase):
         """The g(.)/h(.) split of eq. 2.22-2.24: (g mean, g var, h var) at Xnew."""
         Xnew = self._check_new(Xnew)
         return self.posterior().gh_split(self.kernel.K(self.Z, Xnew), self.kernel.Kdiag(Xnew))
+
+
+_LINEARIZED = {"LinearizedGP": "gpexplorer.linearized", "LinearizedKitchenSinks": "gpexplorer.kitchen_sinks"}
+
+
+def __getattr__(name):
+    # The linearised models load on first use (PEP 562): the sparse lab never pays their imports.
+    if name in _LINEARIZED:
+        import importlib
+
+        return getattr(importlib.import_module(_LINEARIZED[name]), name)
+    raise AttributeError(f"module 'gpexplorer.models' has no attribute {name!r}")

@@ -428,3 +428,12 @@ def test_tightened_upper_bound_stays_a_valid_bound_and_gets_tighter():
     np.testing.assert_array_equal(m.Z, Z_before)  # the model is unchanged
     tight = models.SparseGPR(ds.X, ds.y, kernel=k.copy(), Z=Z, noise_variance=0.05).upper_bound()
     assert tight == pytest.approx(bound, rel=1e-10)
+
+
+def test_linearized_models_are_part_of_the_public_facade():
+    from gpexplorer import kitchen_sinks, linearized
+
+    assert models.LinearizedGP is linearized.LinearizedGP
+    assert models.LinearizedKitchenSinks is kitchen_sinks.LinearizedKitchenSinks
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        models.Nope
