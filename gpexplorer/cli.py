@@ -3,6 +3,8 @@
     gpexplorer snelson [--seeds 0 1 2] [--M 15]   thesis ch. 3 on Snelson: exact vs FITC vs VFE
     gpexplorer sweep [--Ms 4 6 8 10 15 20]        VFE bound and upper bound against M
     gpexplorer serve [--port 5006] [--show]       all dashboards (apps/*.py) with `panel serve`
+    gpexplorer reproduce egp-table1|eks-figure1|usps|seismic [--folds N] [--quick]
+                                                  linearised-GP paper results beside the papers'
 """
 
 from __future__ import annotations
@@ -30,6 +32,18 @@ def _sweep(args):
     print(f"{'M':>4} {'VFE bound':>10} {'noise':>8} {'upper bound':>12}")
     for r in rows:
         print(f"{r['M']:>4} {r['bound']:>10.2f} {r['noise_variance']:>8.4f} {r['upper_bound']:>12.2f}")
+
+
+def _reproduce(args):
+    from gpexplorer import reproduce
+
+    def progress(text):
+        if args.verbose:
+            print(f"  done: {text}", file=sys.stderr, flush=True)
+
+    text, _, _ = reproduce.reproduce(args.experiment, folds=args.folds, quick=args.quick, seed=args.seed,
+                                     latent_kernel=args.latent_kernel, draws=args.draws, progress=progress)
+    print(text)
 
 
 def apps_dir() -> Path:
@@ -85,6 +99,19 @@ def main(argv=None):
     p.add_argument("--show", action="store_true", help="open a browser tab")
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     p.set_defaults(func=_serve)
+    p = sub.add_parser("reproduce", help="EGP/UGP and EKS/UKS paper experiments beside the papers' numbers")
+    p.add_argument("experiment", choices=["egp-table1", "eks-figure1", "usps", "seismic"])
+    p.add_argument("--folds", type=int, default=None,
+                   help="toy problems: how many of the five 200/800 folds (default 5); seismic: surveys (3)")
+    p.add_argument("--quick", action="store_true", help="fewer folds and features (a check, not the result)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--draws", type=int, default=1,
+                   help="toy problems: independent latent draws to average (the paper used one)")
+    p.add_argument("--latent-kernel", choices=["matern52", "se"], default=None,
+                   help="latent GP of the toy data: matern52 (EGP paper 4.1; egp-table1's default) "
+                        "or se (EKS paper 7.1; eks-figure1's default)")
+    p.add_argument("-v", "--verbose", action="store_true", help="report each finished row on stderr")
+    p.set_defaults(func=_reproduce)
     args = parser.parse_args(argv)
     try:
         args.func(args)

