@@ -19,11 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from gpexplorer import datasets, kernels, linearization, metrics
+from gpexplorer import kernels, linearization, metrics
 from gpexplorer.forward_models import get_forward_model
 from gpexplorer.kitchen_sinks import LinearizedKitchenSinks
 from gpexplorer.linearized import LinearizedGP
 from gpexplorer.linearized_experiments import toy_inversion_data
+from gpexplorer.ui.uploads import read_upload
 
 METHODS = ("egp", "ugp", "eks", "uks")
 LABELS = {"egp": "EGP", "ugp": "UGP", "eks": "EKS", "uks": "UKS"}
@@ -38,7 +39,6 @@ DATASETS = {"Toy inversion (EGP paper 4.1)": "toy", "Uploaded CSV (x, y)": "uplo
 Y_PREDICTIONS = {"quadrature (eq. 39)": "quadrature", "unscented (eq. 40)": "unscented"}
 TOY_POINTS = 1000  # EGP paper section 4.1: 1000 points on [-2 pi, 2 pi], train on N, test on the rest
 CSV_GRID = 400
-MAX_UPLOAD_BYTES = 2_000_000
 MAX_UPLOAD_ROWS = 3000  # the GP methods are O(N^3) per Gauss-Newton step
 #: bounds of the hyperparameter search: EGP paper section 4.1 / the original code's lower bounds
 FIT_BOUNDS = {"variance": (0.01, 1e6), "lengthscale": (0.1, 1e6), "noise_variance": (1e-4, 1e6)}
@@ -173,17 +173,10 @@ def load_data(s: LinearizedSettings, forward, uploaded=None) -> LabData:
 
 def parse_upload(contents: bytes, filename: str = "upload.csv"):
     """Validate an uploaded CSV into a 1-D Dataset; ValueError explains what is wrong."""
-    if contents is None or len(contents) == 0:
-        raise ValueError(f"{filename} is empty")
-    if len(contents) > MAX_UPLOAD_BYTES:
-        raise ValueError(f"{filename} is {len(contents) / 1e6:.1f} MB; uploads are limited to "
-                         f"{MAX_UPLOAD_BYTES / 1e6:.0f} MB")
-    ds = datasets.from_csv(contents, max_bytes=MAX_UPLOAD_BYTES, max_rows=MAX_UPLOAD_ROWS, name=filename)
+    ds = read_upload(contents, filename, MAX_UPLOAD_ROWS, min_rows=3)
     if ds.input_dim != 1:
         raise ValueError(f"{filename} has {ds.input_dim} input columns; this page plots f(x) for one "
                          "input column x (give two columns: x, y)")
-    if ds.n < 3:
-        raise ValueError(f"{filename} has {ds.n} data rows; at least 3 are needed")
     return ds
 
 

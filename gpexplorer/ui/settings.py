@@ -16,13 +16,13 @@ import param
 from gpexplorer import datasets, kernels
 from gpexplorer.comparison import APPROXIMATIONS, LABELS, ParameterSet
 from gpexplorer.inducing import initial_inducing_inputs
+from gpexplorer.ui.uploads import read_upload
 
 DATASETS = {"Snelson (200)": "snelson", "Snelson-100": "snelson100", "mcycle": "mcycle",
             "1-D synthetic": "synthetic1d", "4-D problem (thesis 3.2.4)": "thesis4d",
             "Uploaded CSV": "upload"}
 KERNELS = {"Squared exponential": "se", "Matern 1/2": "matern12", "Matern 3/2": "matern32",
            "Matern 5/2": "matern52", "Rational quadratic": "rq", "Periodic": "periodic"}
-MAX_UPLOAD_BYTES = 2_000_000
 MAX_UPLOAD_ROWS = 20_000
 MAX_EXACT_N = 3000  # the exact GP is O(N^3); larger uploads are refused with a message
 
@@ -114,15 +114,8 @@ def load_dataset(s: LabSettings, uploaded=None):
 
 
 def parse_upload(contents: bytes, filename: str = "upload.csv"):
-    """Validate an uploaded CSV (size, rows, numbers) into a Dataset; ValueError explains why not."""
-    if contents is None or len(contents) == 0:
-        raise ValueError(f"{filename} is empty")
-    if len(contents) > MAX_UPLOAD_BYTES:
-        raise ValueError(f"{filename} is {len(contents) / 1e6:.1f} MB; uploads are limited to "
-                         f"{MAX_UPLOAD_BYTES / 1e6:.0f} MB")
-    ds = datasets.from_csv(contents, max_bytes=MAX_UPLOAD_BYTES, max_rows=MAX_UPLOAD_ROWS, name=filename)
-    if ds.n < 2:
-        raise ValueError(f"{filename} has {ds.n} data row(s); at least 2 are needed")
+    """The sparse lab's upload: at most MAX_EXACT_N rows, since every view compares with the exact GP."""
+    ds = read_upload(contents, filename, MAX_UPLOAD_ROWS, min_rows=2)
     if ds.n > MAX_EXACT_N:
         raise ValueError(f"{filename} has {ds.n} rows; the lab compares against the exact GP, "
                          f"so at most {MAX_EXACT_N} rows are accepted")

@@ -8,7 +8,7 @@ import pytest
 
 from gpexplorer.cli import serve_command
 from gpexplorer.ui import SparseRegressionLab
-from gpexplorer.ui.settings import MAX_UPLOAD_BYTES
+from gpexplorer.ui.uploads import MAX_UPLOAD_BYTES
 
 
 @pytest.fixture
