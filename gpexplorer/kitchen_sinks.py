@@ -68,7 +68,7 @@ from gpexplorer import kernels as _kernels
 from gpexplorer import linearization
 from gpexplorer.forward_models import get_forward_model
 from gpexplorer.linalg import CholeskyError, jittered_cholesky
-from gpexplorer.linearized import IterationRecord, step_length_search
+from gpexplorer.gauss_newton import IterationRecord, step_length_search
 from gpexplorer.optimize import _blas_controller
 from gpexplorer.random_features import RandomFourierFeatures
 

@@ -12,7 +12,8 @@ from gpexplorer import kernels
 from gpexplorer.forward_models import get_forward_model
 from gpexplorer.linalg import JitterWarning
 from gpexplorer.linearization import taylor, unscented
-from gpexplorer.linearized import IterationRecord, LinearizedGP, NumericalFailure, _Linearizer, step_length_search
+from gpexplorer.gauss_newton import IterationRecord, NumericalFailure, _Linearizer, step_length_search
+from gpexplorer.linearized import LinearizedGP
 from gpexplorer.linearized_experiments import PAPER_BOUNDS, cv_folds, toy_inversion_data
 from gpexplorer.models import ExactGPR
 
