@@ -74,3 +74,55 @@ class BackgroundJob:
     def join(self, timeout=None):
         self._thread.join(timeout)
         return self.state
+
+
+POLL_MS = 50  # job polling; the wait after a finished job is at most this
+PROGRESS_EVERY_S = 0.25  # progress is shown at most this often (the result, not progress, must be prompt)
+
+
+class JobPoller:
+    """One session's view of its current :class:`BackgroundJob`, polled on the session's loop.
+
+    ``start(job, poll)`` registers ``poll`` (the page's callback, which calls :meth:`check`) as a
+    periodic callback when a server session exists; outside a server the page calls it itself."""
+
+    def __init__(self):
+        self.job = None
+        self._callback = None
+        self._last_progress = 0.0
+        self._reported = None  # the job whose final state was already handed out
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None and self.job.state == "running"
+
+    def start(self, job, poll):
+        import panel as pn
+
+        self.job, self._last_progress = job, 0.0
+        if pn.state.curdoc is not None or pn.state._is_pyodide:
+            self._callback = pn.state.add_periodic_callback(poll, period=POLL_MS)
+
+    def cancel(self):
+        if self.running:
+            self.job.cancel()
+
+    def check(self):
+        """None when there is nothing to show; ("running", fraction, message) at most every
+        PROGRESS_EVERY_S; the final (state, fraction, message) once, after which polling stops."""
+        if self.job is None:
+            return None
+        state, fraction, message = self.job.snapshot()
+        if state == "running":
+            now = time.perf_counter()
+            if now - self._last_progress <= PROGRESS_EVERY_S:
+                return None
+            self._last_progress = now
+            return state, fraction, message
+        if self._reported is self.job:
+            return None
+        if self._callback is not None:
+            self._callback.stop()
+            self._callback = None
+        self._reported = self.job
+        return state, fraction, message

@@ -25,15 +25,13 @@ import threadpoolctl
 
 from gpexplorer.ui import linearized_settings as cfg
 from gpexplorer.ui import linearized_texts as texts
-from gpexplorer.ui.jobs import BackgroundJob
+from gpexplorer.ui.jobs import BackgroundJob, JobPoller
 from gpexplorer.ui.layout import PromptButton
 from gpexplorer.ui.linearized_figures import (CloseupFigure, LatentFigure, ObjectiveFigure, ObservationFigure,
                                               lab_layout)
 from gpexplorer.ui.markup import TextBlock
 
 logger = logging.getLogger(__name__)
-POLL_MS = 50
-PROGRESS_EVERY_S = 0.25
 
 
 class LinearizedLab(pn.viewable.Viewer):
@@ -49,7 +47,7 @@ class LinearizedLab(pn.viewable.Viewer):
         self.forward, self.data, self.uploaded = None, None, None
         self.results, self.refused, self.fitted = {}, [], None
         self.error, self.expression_error, self.url_warning = None, None, None
-        self.job, self._poller, self._quiet, self._last_progress = None, None, False, 0.0
+        self.jobs, self._quiet = JobPoller(), False
         self.timing_ms, self._pending, self._learning_context = {}, set(), None
         self._build_components()
         self._sync_url()
@@ -246,36 +244,34 @@ class LinearizedLab(pn.viewable.Viewer):
         self._start_job("learn", lambda job: learn_hyperparameters(job, run, data, forward, s, start))
 
     def _busy(self):
-        return self.job is not None and self.job.state == "running"
+        return self.jobs.running
 
     def _start_job(self, name, fn):
-        self.job = BackgroundJob(name, fn)
+        job = BackgroundJob(name, fn)
         self.learn_button.disabled, self.cancel_button.disabled = True, False
         self.progress.visible, self.progress.value = True, 0
         self.status.object = texts.status_html("running", "learning started")
-        if pn.state.curdoc is not None or pn.state._is_pyodide:
-            self._poller = pn.state.add_periodic_callback(self.poll_job, period=POLL_MS)
+        self.jobs.start(job, self.poll_job)
+
+    @property
+    def job(self):
+        """The current (or last) background job, None before the first."""
+        return self.jobs.job
 
     def cancel_job(self):
-        if self._busy():
-            self.job.cancel()
+        self.jobs.cancel()
 
     def poll_job(self):
         """Apply a job's progress or result (called on the session's event loop)."""
-        job = self.job
-        if job is None:
+        update = self.jobs.check()
+        if update is None:
             return
-        state, fraction, message = job.snapshot()
+        state, fraction, message = update
+        job = self.jobs.job
         if state == "running":
-            now = time.perf_counter()
-            if now - self._last_progress > PROGRESS_EVERY_S:
-                self._last_progress = now
-                self.progress.value = int(100 * fraction)
-                self.status.object = texts.status_html("running", message)
+            self.progress.value = int(100 * fraction)
+            self.status.object = texts.status_html("running", message)
             return
-        if self._poller is not None:
-            self._poller.stop()
-            self._poller = None
         if state == "done" and self._learning_context != cfg.fit_context(self.settings):
             self.status.object = texts.status_html(
                 "discarded", "learnt values discarded: the model settings changed while learning")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-import time
 
 import numpy as np
 import panel as pn
@@ -30,7 +29,7 @@ from gpexplorer.joint_fit import fit_all
 from gpexplorer.ui import settings as cfg
 from gpexplorer.ui.charts import AddOneChart, SandwichChart, SweepCharts, TermsChart, TraceCharts
 from gpexplorer.ui.figures import PosteriorFigure, PredictedVsTrueFigure, SplitFigure
-from gpexplorer.ui.jobs import BackgroundJob
+from gpexplorer.ui.jobs import BackgroundJob, JobPoller
 from gpexplorer.ui.layout import PromptButton, lab_layout
 from gpexplorer.ui.markup import TextBlock
 from gpexplorer.ui.readouts import badges_html, bounds_html, noise_html, status_html, upload_html
@@ -38,8 +37,6 @@ from gpexplorer.ui.texts import TABS
 
 ADD_ONE_CANDIDATES = 80
 TIGHTEN_ITERATIONS = 150
-POLL_MS = 50  # job polling; the wait after a finished fit is at most this
-PROGRESS_EVERY_S = 0.25
 
 
 def _single_threaded_blas():
@@ -82,8 +79,8 @@ class SparseRegressionLab(pn.viewable.Viewer):
         self.Z = None  # shared inducing inputs [M, D]
         self.fits, self.fit_start, self.sweep = None, None, None
         self.tightened = {}  # parameter_key -> upper bound with Z optimised for it
-        self.comparison, self.job, self._poller, self._quiet = None, None, None, False
-        self._last_progress, self._stale_tabs = 0.0, set()
+        self.comparison, self.jobs, self._quiet = None, JobPoller(), False
+        self._stale_tabs = set()
         self._build_components()
         self._sync_url()
         self._reload()
@@ -367,37 +364,35 @@ class SparseRegressionLab(pn.viewable.Viewer):
         self._start_job("tighten", tighten)
 
     def _busy(self):
-        return self.job is not None and self.job.state == "running"
+        return self.jobs.running
 
     def _start_job(self, name, fn):
-        self.job = BackgroundJob(name, fn)
+        job = BackgroundJob(name, fn)
         self.fit_button.disabled = self.sweep_button.disabled = self.tighten_button.disabled = True
         self.cancel_button.disabled = False
         self.progress.visible, self.progress.value = True, 0
         self.status.object = status_html("running", f"{name} started")
-        if pn.state.curdoc is not None or pn.state._is_pyodide:
-            self._poller = pn.state.add_periodic_callback(self.poll_job, period=POLL_MS)
+        self.jobs.start(job, self.poll_job)
+
+    @property
+    def job(self):
+        """The current (or last) background job, None before the first."""
+        return self.jobs.job
 
     def cancel_job(self):
-        if self.job is not None and self.job.state == "running":
-            self.job.cancel()
+        self.jobs.cancel()
 
     def poll_job(self):
         """Apply a job's progress or result (called on the session's event loop)."""
-        job = self.job
-        if job is None:
+        update = self.jobs.check()
+        if update is None:
             return
-        state, fraction, message = job.snapshot()
+        state, fraction, message = update
+        job = self.jobs.job
         if state == "running":
-            now = time.perf_counter()
-            if now - self._last_progress > PROGRESS_EVERY_S:  # the result, not progress, must be prompt
-                self._last_progress = now
-                self.progress.value = int(100 * fraction)
-                self.status.object = status_html("running", f"{job.name}: {message}")
+            self.progress.value = int(100 * fraction)
+            self.status.object = status_html("running", f"{job.name}: {message}")
             return
-        if self._poller is not None:
-            self._poller.stop()
-            self._poller = None
         if state == "done":
             {"fit": self._apply_fit, "sweep": self._apply_sweep, "tighten": self._apply_tighten}[job.name](job.result)
             self.status.object = status_html("done", f"{job.name} finished in {job.elapsed:.2f} s")
