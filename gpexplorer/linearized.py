@@ -40,7 +40,7 @@ from gpexplorer.gauss_newton import (IterationRecord, NumericalFailure, StepSear
                                      _Linearizer, _posterior_var, _scaled_rows, gauss_newton,
                                      step_length_search)
 from gpexplorer.linalg import CholeskyError, jittered_cholesky
-from gpexplorer.models import NOISE, _validate_data
+from gpexplorer.models import NOISE, KernelAndNoise, _validate_data
 from gpexplorer.optimize import FitResult, TraceEntry, _blas_controller
 
 __all__ = ["LinearizedGP", "IterationRecord", "StepSearchResult", "step_length_search", "gauss_newton",
@@ -76,7 +76,7 @@ def _check_positive(name, value):
     return v
 
 
-class LinearizedGP:
+class LinearizedGP(KernelAndNoise):
     """EGP / UGP regression with a scalar forward model g (EGP paper section 3).
 
     >>> m = LinearizedGP(X, y, forward="sin", linearization="taylor",
@@ -148,27 +148,9 @@ class LinearizedGP:
         self._last_post = None  # survives parameter changes: the source of warm starts
         self._K = None
 
-    # parameters ---------------------------------------------------------------------------
-    @property
-    def parameters(self) -> dict:
-        """Kernel hyperparameters and ``noise_variance`` by name."""
-        p = dict(self.kernel.params)
-        p[NOISE] = self.noise_variance
-        return p
-
     def set_parameters(self, params: dict, validate=True):
         """Assign kernel hyperparameters and/or ``noise_variance`` by name; drops the posterior."""
-        params = dict(params)
-        noise = params.pop(NOISE, None)
-        if noise is not None:
-            noise = _check_positive(NOISE, noise) if validate else float(noise)
-        if params:
-            if validate:
-                self.kernel.set_params(**params)
-            else:
-                self.kernel.assign_unchecked(params)
-        if noise is not None:
-            self.noise_variance = noise
+        super().set_parameters(params, validate)
         self._post, self._K = None, None
         return self
 

@@ -55,20 +55,10 @@ def _sum_dicts(*dicts):
     return out
 
 
-class _GPRBase:
-    """Shared parameter handling, validation and fitting for the regression models."""
+class KernelAndNoise:
+    """``parameters`` / ``set_parameters`` of a model with a ``kernel`` and a scalar ``noise_variance``
+    (the flat dict the optimisers and the dashboards work with)."""
 
-    def __init__(self, X, y, kernel, noise_variance):
-        if not isinstance(kernel, Kernel):
-            raise ValueError(f"kernel must be a gpexplorer.kernels.Kernel; got {type(kernel).__name__}")
-        self.X, self.y = _validate_data(X, y)
-        kernel.check_input_dim(self.X.shape[1])
-        self.kernel = kernel
-        self.noise_variance = _positive(NOISE, noise_variance, allow_array=False)
-        self.jitter_used = 0.0
-        self.fit_result = None
-
-    # parameters ------------------------------------------------------------------------
     @property
     def parameters(self) -> dict:
         p = dict(self.kernel.params)
@@ -87,6 +77,20 @@ class _GPRBase:
             else:
                 self.kernel.assign_unchecked(params)
         return self
+
+
+class _GPRBase(KernelAndNoise):
+    """Shared parameter handling, validation and fitting for the regression models."""
+
+    def __init__(self, X, y, kernel, noise_variance):
+        if not isinstance(kernel, Kernel):
+            raise ValueError(f"kernel must be a gpexplorer.kernels.Kernel; got {type(kernel).__name__}")
+        self.X, self.y = _validate_data(X, y)
+        kernel.check_input_dim(self.X.shape[1])
+        self.kernel = kernel
+        self.noise_variance = _positive(NOISE, noise_variance, allow_array=False)
+        self.jitter_used = 0.0
+        self.fit_result = None
 
     def objective_terms(self) -> dict:
         """{"constant", "complexity", "data_fit", "trace"}: they sum to -log_marginal_likelihood()."""
