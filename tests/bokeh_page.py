@@ -10,7 +10,9 @@ through Playwright's real input events, so tests exercise the same code paths as
   and perform a real mouse drag (e.g. for an active ``PointDrawTool``);
 * :func:`set_widget_value` assigns a widget model's value in the browser, which syncs to the
   server exactly like a user edit;
-* :func:`wait_for_change` polls a JS getter; :func:`measure_latency` times a server round trip.
+* :func:`wait_for_change` polls a JS getter; :func:`measure_latency` times a server round trip;
+* :class:`LabPage`, :func:`wait_until_quiet`, :func:`slider_handle`, :func:`press_on_slider`:
+  the page-level checks and slider operations both labs' browser tests share.
 
 Bokeh models are looked up in ``Bokeh.documents[0]`` by their ``name`` (set ``name=...`` on the
 Bokeh figure / ColumnDataSource in the app). Panel renders inside open shadow roots; Playwright's
@@ -19,8 +21,10 @@ CSS and text locators pierce them, so ``page.locator("#some-id")`` also works fo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 import time
 from typing import Any, Callable
 
@@ -34,6 +38,13 @@ __all__ = [
     "open_app",
     "set_widget_value",
     "wait_for_change",
+    "LabPage",
+    "WATCH_DOCUMENT_JS",
+    "assert_clean_log",
+    "server_log_problems",
+    "wait_until_quiet",
+    "slider_handle",
+    "press_on_slider",
 ]
 
 # --- JavaScript snippets (function expressions passed to page.evaluate) ------------------------
@@ -320,3 +331,83 @@ def measure_latency(page, source_name: str, trigger: Callable[[], Any], timeout:
     if not math.isfinite(latency):
         raise RuntimeError(f"non-finite latency measurement: {result}")
     return latency
+
+
+# --- one served page of a lab, checked when the test ends ----------------------------------------
+
+LOG_CHARS = 4000  # how much of the server log a failed health check shows
+
+# Record when the document last changed (server pushes included), for wait_until_quiet.
+WATCH_DOCUMENT_JS = """() => {
+  window.__gpx_last_change = performance.now();
+  Bokeh.documents[0].on_change(() => { window.__gpx_last_change = performance.now(); });
+}"""
+
+# Tornado's complaint when a browser goes away while the server is still writing to its websocket:
+# "Task exception was never retrieved ... write_message ... WebSocketClosedError". Harmless.
+_CLOSED_SOCKET = re.compile(
+    r"Task exception was never retrieved\nfuture: <Task finished name='[^']*' "
+    r"coro=<WebSocketProtocol13\.write_message\.<locals>\.wrapper\(\).*?"
+    r"\ntornado\.websocket\.WebSocketClosedError\n", re.S)
+
+
+def server_log_problems(text):
+    """The server log ``text`` without tornado's closed-websocket noise (see _CLOSED_SOCKET)."""
+    return _CLOSED_SOCKET.sub("", text)
+
+
+def assert_clean_log(served, start=0):
+    """No Traceback in the server log since character ``start`` (closed-socket noise excepted)."""
+    log = server_log_problems(served.log_text()[start:])
+    assert "Traceback" not in log, log[-LOG_CHARS:]
+
+
+@dataclasses.dataclass
+class LabPage:
+    """A page showing one session of a lab, with what is needed to check it at the end."""
+
+    page: Any
+    errors: ConsoleErrors
+    url: Any  # conftest.ServedApp: the app URL, also giving the server log
+    log_start: int  # length of the server log before the page was opened
+
+    def assert_healthy(self):
+        """No browser errors so far, and no Traceback in the server log since the page opened."""
+        self.errors.assert_none()
+        assert_clean_log(self.url, self.log_start)
+
+
+def wait_until_quiet(page, quiet_ms=400, timeout=30_000):
+    """Wait until the Bokeh document (watched with WATCH_DOCUMENT_JS) has not changed for ``quiet_ms``.
+
+    Called before a page is closed so the server is not cut off halfway through pushing an update
+    (tornado then logs a WebSocketClosedError traceback, which is noise, not an app failure).
+    """
+    page.wait_for_function(
+        "(quiet) => performance.now() - window.__gpx_last_change > quiet", arg=quiet_ms, timeout=timeout)
+
+
+def slider_handle(page, title):
+    """The noUiSlider handle (role=slider) of the Bokeh slider whose title starts with ``title:``.
+
+    Panel/Bokeh render ``<div class="bk-slider-title">M: <span>15</span></div>`` next to the handle
+    inside each widget's shadow root; Playwright's CSS locators pierce the shadow roots.
+    """
+    from playwright.sync_api import expect
+
+    group = page.locator(".bk-input-group").filter(
+        has=page.locator(".bk-slider-title", has_text=re.compile(rf"^\s*{re.escape(title)}:")))
+    expect(group).to_have_count(1)
+    return group.get_by_role("slider")
+
+
+def press_on_slider(page, title, key):
+    """Focus the slider titled ``title`` and press ``key``; return the new value it shows."""
+    from playwright.sync_api import expect
+
+    handle = slider_handle(page, title)
+    before = handle.get_attribute("aria-valuenow")
+    handle.focus()
+    page.keyboard.press(key)
+    expect(handle).not_to_have_attribute("aria-valuenow", before)
+    return float(handle.get_attribute("aria-valuenow"))

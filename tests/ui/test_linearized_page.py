@@ -12,16 +12,16 @@ it writes ``assets/linearized.png``; otherwise only into pytest's tmp dir.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pathlib
 import re
-from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import ConsoleErrors, cds_data, cds_length, data_to_page, measure_latency, open_app, wait_for_change
+from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, data_to_page,
+                        measure_latency, open_app, press_on_slider, slider_handle, wait_for_change,
+                        wait_until_quiet)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "linearized.py"
@@ -32,7 +32,6 @@ UPDATE_MS = 30_000  # one server round trip on a busy 2-core box
 LEARN_MS = 90_000
 GRID = 500  # every other point of the toy problem's 1000 (EGP paper section 4.1) is drawn
 METHODS = ("egp", "ugp", "eks", "uks")
-LOG_CHARS = 4000
 
 
 def column(source, name):
@@ -55,37 +54,6 @@ def patient_expect():
     expect.set_options(timeout=None)
 
 
-@dataclasses.dataclass
-class LabPage:
-    page: Any
-    errors: ConsoleErrors
-    url: Any  # conftest.ServedApp
-    log_start: int
-
-    def assert_healthy(self):
-        """No browser errors, and no Traceback in the server log since the page opened."""
-        self.errors.assert_none()
-        log = _CLOSED_SOCKET.sub("", self.url.log_text()[self.log_start:])
-        assert "Traceback" not in log, log[-LOG_CHARS:]
-
-
-_JS_WATCH_DOCUMENT = """() => {
-  window.__gpx_last_change = performance.now();
-  Bokeh.documents[0].on_change(() => { window.__gpx_last_change = performance.now(); });
-}"""
-
-# tornado's harmless complaint when a page closes while the server still writes to its websocket
-_CLOSED_SOCKET = re.compile(
-    r"Task exception was never retrieved\nfuture: <Task finished name='[^']*' "
-    r"coro=<WebSocketProtocol13\.write_message\.<locals>\.wrapper\(\).*?"
-    r"\ntornado\.websocket\.WebSocketClosedError\n", re.S)
-
-
-def wait_until_quiet(page, quiet_ms=400):
-    page.wait_for_function("(q) => performance.now() - window.__gpx_last_change > q", arg=quiet_ms,
-                           timeout=UPDATE_MS)
-
-
 @pytest.fixture
 def open_lab(page, lab_url):
     """Factory ``open_lab(query="", viewport=None) -> LabPage``; pages are checked afterwards."""
@@ -97,7 +65,7 @@ def open_lab(page, lab_url):
             page.set_viewport_size(viewport)
         lab = LabPage(page, ConsoleErrors(page), lab_url, len(lab_url.log_text()))
         open_app(page, lab_url + query, timeout=LOAD_MS)
-        page.evaluate(_JS_WATCH_DOCUMENT)
+        page.evaluate(WATCH_DOCUMENT_JS)
         page.wait_for_function("() => { const s = Bokeh.documents[0].get_model_by_name('closeup-g');"
                                " return s != null && s.get_length() > 0; }", timeout=LOAD_MS)
         opened.append(lab)
@@ -112,23 +80,6 @@ def open_lab(page, lab_url):
 @pytest.fixture
 def lab(open_lab):
     return open_lab()
-
-
-def slider_handle(page, title):
-    """The noUiSlider handle of the Bokeh slider titled ``title:``."""
-    group = page.locator(".bk-input-group").filter(
-        has=page.locator(".bk-slider-title", has_text=re.compile(rf"^\s*{re.escape(title)}:")))
-    expect(group).to_have_count(1)
-    return group.get_by_role("slider")
-
-
-def press_on_slider(page, title, key):
-    handle = slider_handle(page, title)
-    before = handle.get_attribute("aria-valuenow")
-    handle.focus()
-    page.keyboard.press(key)
-    expect(handle).not_to_have_attribute("aria-valuenow", before)
-    return float(handle.get_attribute("aria-valuenow"))
 
 
 def wait_for_idle(page):

@@ -15,19 +15,18 @@ it writes ``assets/sparse_regression.png``; otherwise only into pytest's tmp dir
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pathlib
 import re
 import struct
 import zlib
-from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import (ConsoleErrors, cds_data, cds_length, data_to_page, drag_point, open_app,
-                        set_widget_value, wait_for_change)
+from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, data_to_page,
+                        drag_point, open_app, press_on_slider, set_widget_value, slider_handle,
+                        wait_for_change, wait_until_quiet)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "sparse_regression.py"
@@ -38,7 +37,6 @@ LOAD_MS = 60_000  # first page of a fresh server also pays numba's compile / cac
 UPDATE_MS = 30_000  # one server round trip that re-evaluates every objective (busy 2-core box)
 FIT_MS = 60_000
 DEFAULT_M = 15
-LOG_CHARS = 4000
 FITTED_X = """() => {
   const data = Bokeh.documents[0].get_model_by_name('inducing-fitted').data;
   return Array.from(data instanceof Map ? data.get('x') : data.x);
@@ -61,21 +59,6 @@ def patient_expect():
     expect.set_options(timeout=None)  # back to Playwright's default for other modules
 
 
-@dataclasses.dataclass
-class LabPage:
-    """A page showing one session of the lab, with what is needed to check it at the end."""
-
-    page: Any
-    errors: ConsoleErrors
-    url: Any  # conftest.ServedApp: the app URL, also giving the server log
-    log_start: int  # length of the server log before the page was opened
-
-    def assert_healthy(self):
-        """No browser errors so far, and no Traceback in the server log since the page opened."""
-        self.errors.assert_none()
-        assert_clean_log(self.url, self.log_start)
-
-
 @pytest.fixture
 def open_lab(page, lab_url):
     """Factory ``open_lab(query="", viewport=None) -> LabPage``: load the lab in ``page``.
@@ -91,7 +74,7 @@ def open_lab(page, lab_url):
             page.set_viewport_size(viewport)
         lab = LabPage(page, ConsoleErrors(page), lab_url, len(lab_url.log_text()))
         open_app(page, lab_url + query, timeout=LOAD_MS)
-        page.evaluate(_JS_WATCH_DOCUMENT)
+        page.evaluate(WATCH_DOCUMENT_JS)
         wait_for_inducing(page, expect_m, timeout=LOAD_MS)
         opened.append(lab)
         return lab
@@ -108,69 +91,11 @@ def lab(open_lab):
     return open_lab()
 
 
-# Record when the document last changed (server pushes included), for wait_until_quiet.
-_JS_WATCH_DOCUMENT = """() => {
-  window.__gpx_last_change = performance.now();
-  Bokeh.documents[0].on_change(() => { window.__gpx_last_change = performance.now(); });
-}"""
-
-
-def wait_until_quiet(page, quiet_ms=400, timeout=UPDATE_MS):
-    """Wait until the Bokeh document has not changed for ``quiet_ms``.
-
-    Called before a page is closed so the server is not cut off halfway through pushing an update
-    (tornado then logs a WebSocketClosedError traceback, which is noise, not an app failure).
-    """
-    page.wait_for_function(
-        "(quiet) => performance.now() - window.__gpx_last_change > quiet", arg=quiet_ms, timeout=timeout)
-
-
-# Tornado's complaint when a browser goes away while the server is still writing to its websocket:
-# "Task exception was never retrieved ... write_message ... WebSocketClosedError". Harmless.
-_CLOSED_SOCKET = re.compile(
-    r"Task exception was never retrieved\nfuture: <Task finished name='[^']*' "
-    r"coro=<WebSocketProtocol13\.write_message\.<locals>\.wrapper\(\).*?"
-    r"\ntornado\.websocket\.WebSocketClosedError\n", re.S)
-
-
-def server_log_problems(text):
-    """The server log ``text`` without tornado's closed-websocket noise (see _CLOSED_SOCKET)."""
-    return _CLOSED_SOCKET.sub("", text)
-
-
-def assert_clean_log(served, start=0):
-    """No Traceback in the server log since character ``start`` (closed-socket noise excepted)."""
-    log = server_log_problems(served.log_text()[start:])
-    assert "Traceback" not in log, log[-LOG_CHARS:]
-
-
 def wait_for_inducing(page, n, timeout=UPDATE_MS):
     """Wait until the draggable inducing-input source has ``n`` rows."""
     page.wait_for_function(
         "(n) => { const s = Bokeh.documents[0].get_model_by_name('inducing');"
         " return s != null && s.get_length() === n; }", arg=n, timeout=timeout)
-
-
-def slider_handle(page, title):
-    """The noUiSlider handle (role=slider) of the Bokeh slider whose title starts with ``title:``.
-
-    Panel/Bokeh render ``<div class="bk-slider-title">M: <span>15</span></div>`` next to the handle
-    inside each widget's shadow root; Playwright's CSS locators pierce the shadow roots.
-    """
-    group = page.locator(".bk-input-group").filter(
-        has=page.locator(".bk-slider-title", has_text=re.compile(rf"^\s*{re.escape(title)}:")))
-    expect(group).to_have_count(1)
-    return group.get_by_role("slider")
-
-
-def press_on_slider(page, title, key):
-    """Focus the slider titled ``title`` and press ``key``; return the new value it shows."""
-    handle = slider_handle(page, title)
-    before = handle.get_attribute("aria-valuenow")
-    handle.focus()
-    page.keyboard.press(key)
-    expect(handle).not_to_have_attribute("aria-valuenow", before)
-    return int(float(handle.get_attribute("aria-valuenow")))
 
 
 def job_status(page):
@@ -259,7 +184,7 @@ def test_bokeh_model_names_are_unique(lab):
 def test_changing_M_changes_the_inducing_markers_and_the_url(lab):
     page = lab.page
     assert cds_length(page, "inducing") == DEFAULT_M
-    new_m = press_on_slider(page, "M", "PageDown")  # keyboard on the slider handle, like a user
+    new_m = int(press_on_slider(page, "M", "PageDown"))  # keyboard on the slider handle, like a user
     assert new_m != DEFAULT_M
     wait_for_inducing(page, new_m)
     expect(slider_handle(page, "M")).to_have_attribute("aria-valuenow", re.compile(rf"^{new_m}(\.0)?$"))
@@ -331,7 +256,7 @@ def test_bad_csv_upload_shows_an_error_and_the_page_keeps_working(lab):
 
     lab.assert_healthy()  # the rejected upload logged no Traceback
 
-    new_m = press_on_slider(page, "M", "ArrowLeft")  # and the page still responds
+    new_m = int(press_on_slider(page, "M", "ArrowLeft"))  # and the page still responds
     wait_for_inducing(page, new_m)
 
 
