@@ -159,6 +159,24 @@ def test_page_renders_the_plot_without_errors(lab):
     lab.assert_healthy()
 
 
+def test_charts_below_the_main_plot_arrive_after_it(lab):
+    """The page sends the sandwich, terms and trace charts once the main plot is rendered."""
+    page = lab.page
+    for source in ("sandwich-bar", "terms-bars"):
+        page.wait_for_function("(name) => { const s = Bokeh.documents[0].get_model_by_name(name);"
+                               " return s != null && s.get_length() > 0; }", arg=source, timeout=UPDATE_MS)
+    assert set(cds_data(page, "sandwich-bar")["row"]) >= {"VFE", "FITC"}
+    wait_for_idle(page)
+    for figure in ("sandwich", "terms", "trace"):
+        px, py = page.evaluate("""(name) => { const fig = Bokeh.documents[0].get_model_by_name(name);
+            const views = []; const walk = (v) => { if (v.model === fig) views.push(v);
+              for (const c of (v.child_views ?? [])) walk(c); };
+            for (const r of Bokeh.index.roots) walk(r);
+            const box = views[0].canvas_view.el.getBoundingClientRect(); return [box.width, box.height]; }""",
+                               figure)
+        assert px > 100 and py > 100, (figure, px, py)
+
+
 def test_server_log_has_no_bokeh_validation_errors(lab_url):
     """E.g. E-1021 EQUAL_SLIDER_START_END once came from the disabled 'Replay iteration' slider.
 
