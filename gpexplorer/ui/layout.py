@@ -57,7 +57,7 @@ def controls(lab):
     actions = pn.Column(pn.Row(lab.fit_button, lab.cancel_button), pn.Row(lab.sweep_button, lab.tighten_button),
                         lab.progress,
                         lab.status, lab.replay_slider, lab.download, sizing_mode="stretch_width")
-    return pn.Column(actions, *groups, sizing_mode="stretch_width")
+    return _progressive([actions], groups)
 
 
 def _tab_content(lab, key):

@@ -84,7 +84,7 @@ class SparseRegressionLab(pn.viewable.Viewer):
         self._build_components()
         self._sync_url()
         # Served, the first evaluation (numba's cache load included) runs just after the page's HTML
-        # has gone out, while the browser loads its scripts: the document it then pulls has the data.
+        # has gone out, while the browser parses its scripts: the document it then pulls has the data.
         _after_this_tick(self._reload)
         self.settings.param.watch(self._on_settings, cfg.url_parameters() + ["inducing_inputs"])
 

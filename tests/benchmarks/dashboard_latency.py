@@ -307,6 +307,7 @@ def job_state(page):
 def open_lab(page, url, M):
     page.goto(url, timeout=LOAD_TIMEOUT_MS)
     wait_first_plot(page)
+    wait_all_views(page)
     deadline = time.monotonic() + LOAD_TIMEOUT_MS / 1000
     while cds_length(page, "inducing") != M:  # the page applies ?M= from the URL
         if time.monotonic() > deadline:

@@ -76,6 +76,7 @@ def open_lab(page, lab_url):
         open_app(page, lab_url + query, timeout=LOAD_MS)
         page.evaluate(WATCH_DOCUMENT_JS)
         wait_for_inducing(page, expect_m, timeout=LOAD_MS)
+        wait_for_whole_page(page, timeout=LOAD_MS)
         opened.append(lab)
         return lab
 
@@ -96,6 +97,14 @@ def wait_for_inducing(page, n, timeout=UPDATE_MS):
     page.wait_for_function(
         "(n) => { const s = Bokeh.documents[0].get_model_by_name('inducing');"
         " return s != null && s.get_length() === n; }", arg=n, timeout=timeout)
+
+
+def wait_for_whole_page(page, timeout=UPDATE_MS):
+    """The page sends its control cards and lower charts after the main plot: wait for both."""
+    page.wait_for_function(
+        "() => { const all = Array.from(Bokeh.documents[0].all_models);"
+        " return all.some((m) => m.title === 'Max iter') && all.some((m) => m.name === 'sandwich'); }",
+        timeout=timeout)
 
 
 def job_status(page):
