@@ -45,31 +45,34 @@ which makes the EKS fixed point a stationary point of the MAP objective (31).
 
 Cost per Newton iteration and task: the data term sum_n phi_n phi_n^T a_nq^T Sigma^-1 a_nq is
 Phi^T diag(w_q) Phi, one BLAS syrk (N D^2), then a D x D Cholesky; when D > N the same
-quantities come from the N x N Woodbury form instead (see ``_TaskPrecision``).
+quantities come from the N x N Woodbury form instead (:mod:`gpexplorer.kitchen_sinks_algebra`).
+
+Mean-field caveat: C_q of eq. 19 is the inverse of task q's own block of the Gauss-Newton
+precision, i.e. task q's spread with every other task held at its mean. Where tasks trade off
+(seismic: only thickness / velocity is observed) that is far narrower than the marginal spread;
+``predict_f(..., covariance="coupled")`` gives the marginals of the unfactorised Gaussian of the
+same linearised model for comparison.
 
 Hyperparameters (noise variances, weight variances omega_q^2, feature lengthscales) are learnt
 by maximising eq. 20 with a derivative-free scipy optimiser (COBYQA by default), re-running the
-Newton loop at every evaluation (EKS section 4.4; see :meth:`LinearizedKitchenSinks.fit` for why
-it restarts from the prior by default rather than warm).
+Newton loop at every evaluation (EKS section 4.4), followed by a lengthscale scan against the
+ruggedness of eq. 20 in the lengthscale (:mod:`gpexplorer.kitchen_sinks_learning`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import time
-from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import linalg as sla
-from scipy.linalg.blas import dsyrk
 
 from gpexplorer import kernels as _kernels
 from gpexplorer import linearization
 from gpexplorer.forward_models import get_forward_model
-from gpexplorer.linalg import CholeskyError, jittered_cholesky
 from gpexplorer.gauss_newton import IterationRecord, step_length_search
-from gpexplorer.optimize import _blas_controller
+from gpexplorer.kitchen_sinks_algebra import blas_threads, coupled_latent_variances, newton_system
+from gpexplorer.kitchen_sinks_checks import (new_inputs, newton_options, positive_parameter, prior_means,
+                                           training_data)
+from gpexplorer.kitchen_sinks_learning import HyperparameterFit, fit_hyperparameters
 from gpexplorer.random_features import RandomFourierFeatures
 
 __all__ = ["LinearizedKitchenSinks", "HyperparameterFit"]
@@ -77,163 +80,6 @@ __all__ = ["LinearizedKitchenSinks", "HyperparameterFit"]
 _LOG_2PI = math.log(2.0 * math.pi)
 _LINEARIZATIONS = {"taylor": "taylor", "eks": "taylor", "extended": "taylor",
                    "unscented": "unscented", "uks": "unscented"}
-#: accepted range of every positive hyperparameter (outside it the model is numerically meaningless)
-_POSITIVE_RANGE = (1e-12, 1e12)
-#: bounds of the hyperparameter search (natural scale; the optimiser works on logs)
-_SEARCH_BOUNDS = (1e-6, 1e6)
-#: N D^2 below which BLAS runs single-threaded: on a shared 2-core machine OpenBLAS threads cost
-#: milliseconds per small call (measured: a 16 x 16 triangular solve with 40 right-hand sides
-#: took 3 ms with 2 threads under load, 0.08 ms with 1)
-_THREADED_WORK = 2e7
-_OPTIMISERS = ("powell", "nelder-mead", "cobyla", "cobyqa")
-
-
-class _StopSearch(Exception):
-    """Raised inside the objective when the fit callback asks to stop."""
-
-
-@dataclass
-class HyperparameterFit:
-    """Outcome of :meth:`LinearizedKitchenSinks.fit`."""
-
-    success: bool
-    message: str
-    free_energy_initial: float
-    free_energy: float
-    n_evaluations: int
-    parameters: dict
-    history: list = field(default_factory=list)  # free energy of every evaluation
-    elapsed: float = 0.0
-
-
-def _positive(name, value, size, size_label):
-    """A float array of ``size`` entries from a scalar or a matching 1-D array; (array, tied)."""
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be numeric; got {value!r}") from None
-    if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] not in (1, size)):
-        raise ValueError(f"{name} must be a scalar or have {size} entries ({size_label}); got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must be positive and finite; got {value!r}")
-    lo, hi = _POSITIVE_RANGE
-    if np.any(arr < lo) or np.any(arr > hi):
-        raise ValueError(f"{name} = {value!r} is outside [{lo:g}, {hi:g}]; rescale the data")
-    tied = arr.ndim == 0 or arr.shape[0] == 1
-    return np.full(size, float(arr.reshape(-1)[0])) if tied else arr.copy(), tied
-
-
-def _data(X, Y, n_outputs):
-    try:
-        X = np.array(X, dtype=float)
-        Y = np.array(Y, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError("X and Y must be numeric arrays") from None
-    if X.ndim == 1:
-        X = X[:, None]
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X must be a non-empty (N, d) array; got shape {X.shape}")
-    if Y.ndim == 1 and n_outputs == 1:
-        Y = Y[:, None]
-    if Y.ndim != 2 or Y.shape[1] != n_outputs:
-        raise ValueError(f"Y must have shape (N, {n_outputs}) for this forward model"
-                         f"{' (or (N,))' if n_outputs == 1 else ''}; got {Y.shape}")
-    if Y.shape[0] != X.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-    for name, arr in (("X", X), ("Y", Y)):
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} contains {int(np.sum(~np.isfinite(arr)))} NaN or infinite value(s)")
-    return np.ascontiguousarray(X), np.ascontiguousarray(Y)
-
-
-def _cholesky(G, what):
-    """Lower Cholesky factor of the symmetric G whose lower triangle is filled (G is overwritten)."""
-    try:
-        return sla.cholesky(G, lower=True, overwrite_a=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        G = np.tril(G) + np.tril(G, -1).T
-        return jittered_cholesky(G, 1e-10 * np.mean(np.diag(G)), what=what)[0]
-
-
-class _TaskPrecision:
-    """Lambda_q = I / omega_q^2 + Phi^T diag(w_q) Phi (EKS eq. 18-19) and C_q = Lambda_q^-1, factorised
-    in the cheaper form: primal (D x D Cholesky of Lambda_q) when D <= N, else dual via Woodbury,
-    C_q = omega^2 I - omega^4 U^T B^-1 U with U = diag(sqrt(w)) Phi, B = I_N + omega^2 U U^T
-    (eigenvalues >= 1, so zero weights, e.g. a saturated logistic, are harmless)."""
-
-    def __init__(self, Phi, weights, omega2, what):
-        N, D = Phi.shape
-        self.omega2, self.D = float(omega2), D
-        self.dual = D > N
-        if self.dual:
-            self.U = Phi * np.sqrt(weights)[:, None]  # [N, D]
-            B = dsyrk(omega2, self.U.T, trans=1, lower=1)  # omega^2 U U^T, lower triangle
-            B[np.diag_indices_from(B)] += 1.0
-        else:
-            S = Phi * np.sqrt(weights)[:, None]
-            B = dsyrk(1.0, S.T, trans=0, lower=1)  # Phi^T diag(w) Phi; S.T is Fortran-ordered: no copy
-            B[np.diag_indices_from(B)] += 1.0 / omega2
-        self.L = _cholesky(B, what)
-
-    def solve(self, r):
-        """Lambda^-1 r = C r for a vector r [D]."""
-        if not self.dual:
-            return sla.cho_solve((self.L, True), r, check_finite=False)
-        inner = sla.cho_solve((self.L, True), self.U @ r, check_finite=False)
-        return self.omega2 * r - self.omega2 ** 2 * (self.U.T @ inner)
-
-    def variances(self, Phi):
-        """phi_n^T C phi_n for every row of Phi (EKS eq. 25 / 36), [n]."""
-        if not self.dual:
-            V = sla.solve_triangular(self.L, Phi.T, lower=True, check_finite=False)  # [D, n]
-            return np.einsum("dn,dn->n", V, V)
-        V = sla.solve_triangular(self.L, self.U @ Phi.T, lower=True, check_finite=False)  # [N, n]
-        prior = self.omega2 * np.einsum("nd,nd->n", Phi, Phi)
-        return np.maximum(prior - self.omega2 ** 2 * np.einsum("kn,kn->n", V, V), 0.0)
-
-    def log_det(self):
-        """log|Lambda| = -log|C|."""
-        half = float(np.sum(np.log(np.diagonal(self.L))))
-        return 2.0 * half - (self.D * math.log(self.omega2) if self.dual else 0.0)
-
-    def covariance(self):
-        """C as a dense [D, D] array."""
-        if not self.dual:
-            Linv = sla.solve_triangular(self.L, np.eye(self.D), lower=True, check_finite=False)
-            return Linv.T @ Linv
-        V = sla.solve_triangular(self.L, self.U, lower=True, check_finite=False)  # [N, D]
-        return self.omega2 * np.eye(self.D) - self.omega2 ** 2 * (V.T @ V)
-
-
-def _blas_threads(work):
-    """Context limiting BLAS to one thread when ``work`` (flops scale) is small."""
-    if work >= _THREADED_WORK:
-        return contextlib.nullcontext()
-    return _blas_controller().limit(limits=1, user_api="blas")
-
-
-def _preconditioned_cg(apply, precondition, b, rtol=1e-9, max_iter=500):
-    """Solve H x = b (H symmetric positive definite, given as ``apply``) by preconditioned CG."""
-    x = np.zeros_like(b)
-    r = b.copy()
-    z = precondition(r)
-    p = z.copy()
-    rz = float(np.sum(r * z))
-    target = rtol * rtol * rz
-    for _ in range(max_iter):
-        if rz <= target:
-            break
-        Hp = apply(p)
-        alpha = rz / float(np.sum(p * Hp))
-        x += alpha * p
-        r -= alpha * Hp
-        z = precondition(r)
-        rz, rz_old = float(np.sum(r * z)), rz
-        p = z + (rz / rz_old) * p
-    return x
-
 
 class LinearizedKitchenSinks:
     """EKS (``linearization="taylor"``) and UKS (``"unscented"``); see the module docstring.
@@ -270,7 +116,7 @@ class LinearizedKitchenSinks:
                  seed=0, max_iter=100, tol=1e-6, max_cuts=10, newton_step="coupled", **forward_options):
         self.forward = get_forward_model(forward, **forward_options)
         self.n_latent, self.n_outputs = int(self.forward.n_latent), int(self.forward.n_outputs)
-        self.X, self.Y = _data(X, Y, self.n_outputs)
+        self.X, self.Y = training_data(X, Y, self.n_outputs)
         method = _LINEARIZATIONS.get(str(linearization).lower()) if isinstance(linearization, str) else None
         if method is None:
             raise ValueError(f"linearization must be 'taylor' (EKS) or 'unscented' (UKS); got {linearization!r}")
@@ -282,34 +128,19 @@ class LinearizedKitchenSinks:
             weight_variance = kernel.variance
         self.features = RandomFourierFeatures(self.X.shape[1], n_features, kernel, lengthscale, seed)
         Q, P = self.n_latent, self.n_outputs
-        self.weight_variance, tied_w = _positive("weight_variance", 1.0 if weight_variance is None
+        self.weight_variance, tied_w = positive_parameter("weight_variance", 1.0 if weight_variance is None
                                                  else weight_variance, Q, "one per latent task")
-        self.noise_variance, tied_n = _positive("noise_variance", noise_variance, P, "one per output")
+        self.noise_variance, tied_n = positive_parameter("noise_variance", noise_variance, P, "one per output")
         self._tied = {"weight_variance": tied_w, "noise_variance": tied_n}
-        try:
-            self.prior_mean = np.broadcast_to(np.asarray(prior_mean, dtype=float), (Q,)).copy()
-        except ValueError:
-            raise ValueError(f"prior_mean must be a scalar or have {Q} entries; got {prior_mean!r}") from None
-        if not np.all(np.isfinite(self.prior_mean)):
-            raise ValueError("prior_mean must be finite")
-        kappa = float(kappa)
-        if not math.isfinite(kappa) or Q + kappa <= 0:
-            raise ValueError(f"kappa must be finite with Q + kappa > 0 (Q = {Q}); got {kappa}")
-        self.kappa = kappa
-        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
-        if isinstance(max_cuts, bool) or not isinstance(max_cuts, (int, np.integer)) or max_cuts < 0:
-            raise ValueError(f"max_cuts must be a non-negative integer; got {max_cuts!r}")
-        if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
-            raise ValueError(f"tol must be a positive number; got {tol!r}")
-        self.max_iter, self.max_cuts, self.tol = int(max_iter), int(max_cuts), float(tol)
+        self.prior_mean = prior_means(prior_mean, Q)
+        self.kappa, self.max_iter, self.max_cuts, self.tol = newton_options(kappa, Q, max_iter, max_cuts, tol)
         if newton_step not in ("coupled", "per_task"):
             raise ValueError(f"newton_step must be 'coupled' or 'per_task'; got {newton_step!r}")
         self.newton_step = newton_step
         self.seed = seed
         self._Phi = self.features(self.X)
         self.posterior_mean = np.zeros((Q, self.features.n_features))  # M, rows m_q
-        self._precisions = None  # per task: the factorised Lambda_q = C_q^-1 (_TaskPrecision)
+        self._precisions = None  # per task: the factorised Lambda_q = C_q^-1 (TaskPrecision)
         self._stale = True  # the posterior does not belong to the current hyperparameters
         self.linearization = None
         self.trace: list[IterationRecord] = []
@@ -341,9 +172,9 @@ class LinearizedKitchenSinks:
                 self.features.lengthscale = value
                 self._Phi = self.features(self.X)
             elif name == "noise_variance":
-                self.noise_variance = _positive(name, value, self.n_outputs, "one per output")[0]
+                self.noise_variance = positive_parameter(name, value, self.n_outputs, "one per output")[0]
             elif name == "weight_variance":
-                self.weight_variance = _positive(name, value, self.n_latent, "one per latent task")[0]
+                self.weight_variance = positive_parameter(name, value, self.n_latent, "one per latent task")[0]
             else:
                 raise ValueError(f"unknown parameter {name!r}; choose from {list(self.parameters)}")
         self._stale = True  # the old posterior stays as the warm start
@@ -382,34 +213,13 @@ class LinearizedKitchenSinks:
         return r.T @ self._Phi - M / self.weight_variance[:, None]
 
     def _newton_system(self, lin, M, with_step=True):
-        """Cholesky factors of Lambda_q (eq. 18-19), the Newton step and its decrement grad . step.
-
-        ``newton_step="per_task"``: step_q = Lambda_q^-1 grad_q (eq. 16-18 literally, all tasks at
-        once). ``"coupled"``: the Gauss-Newton step of all tasks jointly, whose Hessian also has
-        the cross-task blocks Phi^T diag(a_nq^T Sigma^-1 a_nq') Phi, solved by conjugate gradients
-        preconditioned with the per-task factors (identical to per-task when Q = 1 or the tasks
-        do not interact through g).
-        """
-        A = lin.A
-        SA = A / self.noise_variance[None, :, None]  # Sigma^-1 a_nq, [N, P, Q]
-        grad = self._linearized_gradient(lin, M, SA)
-        coupled = self.newton_step == "coupled" and self.n_latent > 1
-        W = np.einsum("npq,npk->nqk", A, SA) if coupled else None  # a_nq^T Sigma^-1 a_nk, [N, Q, Q]
-        w = np.einsum("nqq->nq", W) if coupled else np.einsum("npq,npq->nq", A, SA)
-        precisions = [_TaskPrecision(self._Phi, w[:, q], self.weight_variance[q],
-                                     f"the precision of task {q} (EKS eq. 19)") for q in range(self.n_latent)]
-
-        def per_task(R):
-            return np.stack([precisions[q].solve(R[q]) for q in range(self.n_latent)])
-
-        if not with_step:
-            return precisions, None, 0.0
-        if coupled:
-            step = _preconditioned_cg(lambda V: (np.einsum("nqk,nk->nq", W, self._Phi @ V.T).T @ self._Phi
-                                                 + V / self.weight_variance[:, None]), per_task, grad)
-        else:
-            step = per_task(grad)
-        return precisions, step, float(np.sum(grad * step))
+        """Factorised Lambda_q (eq. 18-19), the Newton step and its decrement grad . step
+        (:func:`gpexplorer.kitchen_sinks_algebra.newton_system`; ``newton_step`` picks the per-task
+        eq. 16-18 or the coupled Gauss-Newton step)."""
+        SA = lin.A / self.noise_variance[None, :, None]  # Sigma^-1 a_nq, [N, P, Q]
+        grad = self._linearized_gradient(lin, M, SA) if with_step else None
+        return newton_system(self._Phi, lin.A, SA, self.weight_variance, grad,
+                             coupled=self.newton_step == "coupled")
 
     def _marginal_variances(self, precisions, Phi):
         """E_n diagonals phi_n^T C_q phi_n (eq. 25 / 36) for every row of Phi, [N, Q]."""
@@ -420,7 +230,10 @@ class LinearizedKitchenSinks:
 
     # the Newton loop ----------------------------------------------------------------------
     def _blas_limit(self, n_rows=None):
-        return _blas_threads((self.X.shape[0] if n_rows is None else n_rows) * self.n_features ** 2)
+        """One BLAS thread unless the dense work is large: N D min(N, D) flops per Newton iteration
+        (the D x D primal or, for D > N, the N x N dual factorisation), or n_rows N D per prediction."""
+        N, D = self.X.shape[0], self.n_features
+        return blas_threads(N * D * min(N, D) if n_rows is None else n_rows * N * D)
 
     def fit_posterior(self, warm_start=True):
         """Run the Newton loop (eq. 16-19) at the current hyperparameters; returns self.
@@ -512,12 +325,26 @@ class LinearizedKitchenSinks:
         return self._precisions[int(q)].covariance()
 
     # prediction ---------------------------------------------------------------------------
-    def predict_f(self, Xnew):
-        """Latent predictive marginals (eq. 35-36): mean and variance, each (N*, Q)."""
+    def predict_f(self, Xnew, covariance="factorised"):
+        """Latent predictive marginals (eq. 35-36): mean and variance, each (N*, Q).
+
+        ``covariance="factorised"`` (default) is eq. 36, phi*^T C_q phi* with the mean-field C_q of
+        eq. 19. ``"coupled"`` gives the marginal variances of the unfactorised Gaussian posterior of
+        the same linearised model (all tasks jointly, the cross-task blocks of the Gauss-Newton
+        precision included; :func:`gpexplorer.kitchen_sinks_algebra.coupled_latent_variances`),
+        which equals eq. 36 for Q = 1 and shows how much the factorisation of eq. 9 narrows the
+        intervals when tasks trade off; it costs O((N P)^3).
+        """
+        if covariance not in ("factorised", "coupled"):
+            raise ValueError(f"covariance must be 'factorised' (eq. 36) or 'coupled'; got {covariance!r}")
         self._ensure_posterior()
-        Phi = self.features(self._check_new(Xnew))
+        Phi = self.features(new_inputs(Xnew, self.X.shape[1]))
         with self._blas_limit(Phi.shape[0]):
-            return self._latent(self.posterior_mean, Phi), self._marginal_variances(self._precisions, Phi)
+            mean = self._latent(self.posterior_mean, Phi)
+            if covariance == "coupled":
+                return mean, coupled_latent_variances(self._Phi, self.linearization.A, self.noise_variance,
+                                                      self.weight_variance, Phi)
+            return mean, self._marginal_variances(self._precisions, Phi)
 
     def predict_y(self, Xnew, method="unscented", n_samples=2000, seed=None):
         """Predictive mean of g(f*) (eq. 37) and variance including the noise, each (N*, P).
@@ -549,142 +376,46 @@ class LinearizedKitchenSinks:
             return g_mean, g_var + self.noise_variance
         raise ValueError(f"method must be 'unscented' or 'monte_carlo'; got {method!r}")
 
-    def _check_new(self, Xnew):
-        try:
-            Xnew = np.asarray(Xnew, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError("Xnew must be a numeric array") from None
-        d = self.X.shape[1]
-        if Xnew.ndim == 1:
-            Xnew = Xnew[:, None] if d == 1 else Xnew[None, :]
-        if Xnew.ndim != 2 or Xnew.shape[1] != d:
-            raise ValueError(f"Xnew must have shape (N*, {d}); got {Xnew.shape}")
-        if not np.all(np.isfinite(Xnew)):
-            raise ValueError("Xnew contains NaN or infinite values")
-        return Xnew
-
     # hyperparameter learning ------------------------------------------------------------
-    def _free_names(self, fixed):
-        fixed = (fixed,) if isinstance(fixed, str) else tuple(fixed)
-        unknown = set(fixed) - set(self.parameters)
-        if unknown:
-            raise ValueError(f"cannot fix unknown parameter(s) {sorted(unknown)}; choose from {list(self.parameters)}")
-        return [n for n in self.parameters if n not in fixed]
+    def tied(self, name) -> bool:
+        """Whether ``name`` was given as a scalar and is learnt as one shared value."""
+        return self._tied.get(name, False)
 
-    def _pack(self, names):
-        blocks = []
-        for name in names:
-            value = np.atleast_1d(self.parameters[name])
-            blocks.append(value[:1] if self._tied.get(name, False) else value)
-        return np.log(np.concatenate(blocks)) if blocks else np.empty(0)
-
-    def _unpack(self, names, x):
-        values, i = {}, 0
-        for name in names:
-            current = self.parameters[name]
-            size = 1 if (self._tied.get(name, False) or np.ndim(current) == 0) else np.size(current)
-            chunk = np.exp(x[i:i + size])
-            i += size
-            values[name] = (float(chunk[0]) if np.ndim(current) == 0
-                            else np.broadcast_to(chunk, np.shape(current)).copy())
-        return values
-
-    def _snapshot(self):
+    def snapshot(self):
+        """The hyperparameters and the fitted posterior (fitted first if needed), for :meth:`restore`."""
+        self._ensure_posterior()
         return (self.parameters, self.posterior_mean.copy(), list(self._precisions), self.linearization,
                 list(self.trace), self.stop_reason)
 
-    def _restore(self, snap):
-        params, M, precisions, lin, trace, stop = snap
+    def restore(self, state):
+        """Go back to a :meth:`snapshot` (hyperparameters and posterior, without refitting)."""
+        params, M, precisions, lin, trace, stop = state
         self.set_parameters(**params)
         self.posterior_mean, self._precisions, self.linearization = M, precisions, lin
         self.trace, self.stop_reason = trace, stop
         self._stale = False
 
-    def fit(self, max_evaluations=200, fixed=(), method="cobyqa", xtol=1e-2, warm_start=False, callback=None):
-        """Maximise eq. 20 over log noise variances, log weight variances and log lengthscales.
+    def fit(self, max_evaluations=200, fixed=(), method="cobyqa", xtol=1e-2, warm_start=False, callback=None,
+            scan_lengthscale=True):
+        """Maximise eq. 20 over log noise variances, log weight variances and log lengthscales
+        (EKS section 4.4; :func:`gpexplorer.kitchen_sinks_learning.fit_hyperparameters`, whose
+        module doc has the measurements behind these defaults).
 
-        Each evaluation re-runs the Newton loop (EKS section 4.4) from the prior, so eq. 20 is a
-        function of the hyperparameters alone; ``warm_start=True`` starts it from the best
-        posterior so far instead (variational-EM style). Measured on the Table 1 toy problems (5
-        folds x sin/exp/tanh2/poly3 x EKS/UKS): warm starts were hardly faster there (35 s against
-        37 s in total) and twice carried the sin inversion into the mirrored branch f -> pi - f
-        (NLPD f* 57 and 37 where cold starts gave -0.35 and 0.04); cold starts did worse in two
-        other folds (UKS exp and tanh2: NLPD 3.2 and 6.4 against -0.7 and 1.1). Warm starts pay
-        off where the Newton loop is long (USPS, D ~ 1000). ``method`` is a derivative-free
-        scipy optimiser: "cobyqa" (default; the trust-region successor of the BOBYQA the paper
-        suggests), "cobyla", "powell" or "nelder-mead". Measured on the EGP Table 1 toy problems
-        (4 forward models x 2 linearisations x 2 data sets, 200 points, D = 200, start at 1.0):
-        COBYQA reached the highest eq. 20 in most cases with 30-90 evaluations; COBYLA stopped
-        earlier at lower values; Powell's line searches ran to the bounds (weight variance 1e3)
-        in 4 of 16 cases; Nelder-Mead stalled far from the optimum in half. ``fixed``: names from
-        :attr:`parameters` to hold; ``xtol``: final step on the log-parameters. Parameters given
-        as scalars at construction (noise, weight variance) are learnt as one shared value. The
-        model is left at the best evaluation; returns a :class:`HyperparameterFit`.
+        Each evaluation re-runs the Newton loop from the prior, so eq. 20 is a function of the
+        hyperparameters alone; ``warm_start=True`` starts it from the best posterior so far
+        (variational-EM style; pays off where the Newton loop is long, e.g. USPS). ``method``:
+        derivative-free scipy optimiser, "cobyqa" (default; the trust-region successor of the
+        BOBYQA the paper suggests), "cobyla", "powell" or "nelder-mead"; ``xtol`` its final step
+        on the log-parameters. ``scan_lengthscale`` (when the lengthscale is free): after the local
+        search, evaluate eq. 20 on a log grid of lengthscales around the best point and restart
+        the search from a better grid point. ``fixed``: names from :attr:`parameters` to hold.
+        Parameters given as scalars at construction (noise, weight variance) are learnt as one
+        shared value. At most ``max_evaluations`` evaluations in all; the model is left at the
+        best one; returns a :class:`HyperparameterFit`.
         ``callback({"evaluation", "free_energy", "parameters"})`` is called after every
         evaluation; returning True stops the search.
         """
-        from scipy.optimize import minimize
-
-        if method not in _OPTIMISERS:
-            raise ValueError(f"method must be one of {_OPTIMISERS}; got {method!r}")
-        if isinstance(max_evaluations, bool) or not isinstance(max_evaluations, (int, np.integer)) \
-                or max_evaluations < 1:
-            raise ValueError(f"max_evaluations must be a positive integer; got {max_evaluations!r}")
-        if callback is not None and not callable(callback):
-            raise ValueError("callback must be callable")
-        t0 = time.perf_counter()
-        names = self._free_names(fixed)
-        x0 = self._pack(names)
-        lo, hi = np.log(_SEARCH_BOUNDS)
-        if np.any((x0 < lo) | (x0 > hi)):
-            x0 = np.clip(x0, lo, hi)
-            self.set_parameters(**self._unpack(names, x0))
-        initial = self.free_energy()
-        best = {"F": initial, "snap": self._snapshot()}
-        history, scale = [initial], float(self.Y.size)
-
-        def negative_bound(x):
-            if len(history) > max_evaluations:
-                return -best["F"] / scale
-            values = self._unpack(names, np.clip(x, lo, hi))
-            try:
-                if warm_start:
-                    self._restore(best["snap"])  # warm start from the best posterior found so far
-                self.set_parameters(**values)
-                self.fit_posterior(warm_start=warm_start)
-                F = self.free_energy()
-            except (CholeskyError, np.linalg.LinAlgError, FloatingPointError, ValueError):
-                F = -math.inf
-            history.append(F)
-            if F > best["F"]:
-                best.update(F=F, snap=self._snapshot())
-            if callback is not None and callback({"evaluation": len(history) - 1, "free_energy": F,
-                                                  "parameters": values}):
-                raise _StopSearch
-            return -F / scale if math.isfinite(F) else 1e10
-
-        if x0.size:
-            options = {"maxfev": int(max_evaluations)} if method in ("powell", "nelder-mead") \
-                else {"maxiter": int(max_evaluations)}
-            if method == "powell":
-                options.update(xtol=xtol, ftol=1e-9)
-            elif method == "nelder-mead":  # scipy's default simplex is tiny around log(1) = 0
-                simplex = np.vstack([x0] + [x0 + 0.5 * e for e in np.eye(x0.size)])
-                options.update(xatol=xtol, fatol=1e-9, initial_simplex=np.clip(simplex, lo, hi))
-            elif method == "cobyla":
-                options.update(rhobeg=0.5, tol=xtol)
-            else:
-                options.update(initial_tr_radius=0.5, final_tr_radius=xtol)
-            bounds = [(lo, hi)] * x0.size
-            try:
-                res = minimize(negative_bound, x0, bounds=bounds, options=options,
-                               method=method.upper() if method != "nelder-mead" else "Nelder-Mead")
-                success, message = bool(res.success), str(res.message)
-            except _StopSearch:
-                success, message = False, "stopped by the callback"
-        else:
-            success, message = True, "nothing to optimise"
-        self._restore(best["snap"])
-        self.fit_result = HyperparameterFit(success, message, initial, best["F"], len(history) - 1,
-                                            self.parameters, history, time.perf_counter() - t0)
+        self.fit_result = fit_hyperparameters(self, max_evaluations=max_evaluations, fixed=fixed, method=method,
+                                              xtol=xtol, warm_start=warm_start, callback=callback,
+                                              scan_lengthscale=scan_lengthscale)
         return self.fit_result

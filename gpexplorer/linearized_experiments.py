@@ -11,6 +11,13 @@
 * :func:`run_toy` -- EGP / UGP (:class:`gpexplorer.linearized.LinearizedGP`) and EKS / UKS
   (:class:`gpexplorer.kitchen_sinks.LinearizedKitchenSinks`) on those folds: NLPD and SMSE of
   f* and SMSE of y* (:mod:`gpexplorer.metrics`), for any list of feature counts D (EKS fig. 1).
+  GP methods use the Matern 5/2 kernel (EGP paper section 4.1: "All GP methods use Matern 5/2");
+  the random features follow the latent kernel (EKS section 3 and 7.1: squared-exponential
+  features, eq. 6, for its squared-exponential latents; Matern 5/2 features on the EGP paper's data).
+  D counts columns of Phi (cos and sin of D/2 frequencies), which is what the EKS table's "D = 200"
+  means: eq. 6 turns D frequencies into a 2D-dimensional phi, and the authors' public Matlab code
+  (github.com/ebonilla/gp-kitchen-sinks: getRandomRBF returns [cos, sin] of its D frequencies,
+  mteugpEvaluateResultsToyData writes the table from the D = 100 run) used 100 frequencies.
 * :func:`run_usps` -- USPS '3' vs '5' with the logistic forward model (EGP paper section 4.2,
   Table 2; EKS section 7.2, fig. 2): error rate and NLP on the 773 test images.
 * :func:`run_seismic` -- EKS / UKS joint inversion of a synthetic four-layer survey
@@ -165,12 +172,14 @@ def make_model(method, X, y, forward, *, n_features=200, kernel="matern52", seed
                                   **options)
 
 
-def fit_model(model, method, bounds=PAPER_BOUNDS, fixed=()):
-    """Hyperparameter learning (EGP paper section 3.2 / EKS section 4.4); GP models get ``bounds``."""
+def fit_model(model, method, bounds=PAPER_BOUNDS, fixed=(), gp_search=None):
+    """Hyperparameter learning (EGP paper section 3.2 / EKS section 4.4); GP models get ``bounds``
+    and, if given, the search ``gp_search`` (one of :data:`gpexplorer.linearized.FIT_METHODS`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JitterWarning)
         if METHODS[method][0] == "gp":
-            return model.fit(bounds=bounds, fixed=fixed)
+            search = {} if gp_search is None else {"method": gp_search}
+            return model.fit(bounds=bounds, fixed=fixed, **search)
         return model.fit(fixed=fixed)
 
 
@@ -185,8 +194,11 @@ def _predict(model, method, Xs, seed=0):
     return np.ravel(mf), np.ravel(vf), np.ravel(my)
 
 
-def toy_fold(method, data: ToyData, train, test, n_features=200, seed=0):
+def toy_fold(method, data: ToyData, train, test, n_features=200, seed=0, feature_kernel=None):
     """Fit ``method`` on one fold; returns ({nlpd_f, smse_f, smse_y, smse_g}, fit seconds).
+
+    ``feature_kernel`` (EKS/UKS): kernel of the random features, default the data's latent kernel;
+    EGP/UGP always use Matern 5/2 (EGP paper section 4.1).
 
     SMSE y* scores the predicted observation mean against the noisy test targets (EGP paper
     Table 1, as its experiment script does); SMSE g* against the noise-free g(f*) (EKS paper
@@ -194,8 +206,9 @@ def toy_fold(method, data: ToyData, train, test, n_features=200, seed=0):
     explains).
     """
     t0 = time.perf_counter()
+    kernel = "matern52" if METHODS[method][0] == "gp" else (feature_kernel or data.latent_kernel)
     model = make_model(method, data.x[train], data.y[train], data.forward, n_features=n_features,
-                       seed=seed)
+                       kernel=kernel, seed=seed)
     fit_model(model, method)
     seconds = time.perf_counter() - t0
     mf, vf, my = _predict(model, method, data.x[test], seed=seed)
@@ -219,8 +232,11 @@ def _refusal(method, forward):
 
 
 def run_toy(methods=("EGP", "UGP", "EKS", "UKS"), forwards=TABLE1_FORWARDS, n_folds=TOY_N_SPLITS,
-            feature_counts=(200,), seed=0, latent_kernel="matern52", n_draws=1, progress=None):
+            feature_counts=(200,), seed=0, latent_kernel="matern52", n_draws=1, progress=None,
+            feature_kernel=None):
     """EGP Table 1 / EKS Table 1 and fig. 1: every (method, forward, D) on the first ``n_folds`` folds.
+
+    ``feature_kernel``: kernel of the EKS/UKS random features (default: ``latent_kernel``).
 
     ``feature_counts`` applies to EKS/UKS only (EGP/UGP rows have ``n_features=None``). Taylor
     methods with a non-differentiable model give a row with the refusal message and no numbers.
@@ -245,7 +261,8 @@ def run_toy(methods=("EGP", "UGP", "EKS", "UKS"), forwards=TABLE1_FORWARDS, n_fo
             counts = (None,) if METHODS[method][0] == "gp" else tuple(feature_counts)
             for D in counts:
                 row = ResultRow("toy", method, data[seed].forward, D,
-                                extra={"latent_kernel": latent_kernel, "draws": draws})
+                                extra={"latent_kernel": latent_kernel, "draws": draws,
+                                       "feature_kernel": None if D is None else (feature_kernel or latent_kernel)})
                 row.note = _refusal(method, forward)
                 if not row.note:
                     values, seconds, draw_means = {}, [], {}
@@ -253,7 +270,7 @@ def run_toy(methods=("EGP", "UGP", "EKS", "UKS"), forwards=TABLE1_FORWARDS, n_fo
                         per_draw = {}
                         for k, (train, test) in enumerate(folds[s]):
                             fold_metrics, dt = toy_fold(method, data[s], train, test, n_features=D or 0,
-                                                        seed=s + k)
+                                                        seed=s + k, feature_kernel=feature_kernel)
                             for key, v in fold_metrics.items():
                                 per_draw.setdefault(key, []).append(v)
                             seconds.append(dt)
@@ -306,7 +323,11 @@ def run_usps(methods=("EGP", "UGP", "EKS", "UKS"), feature_counts=(100, 200, 400
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", JitterWarning)
                 if learn:
-                    fit_model(model, method, bounds=USPS_BOUNDS)
+                    # With the noise at its 1e-14 bound the EGP free energy keeps rising with the kernel
+                    # variance: there is no maximum inside the box. The paper's derivative-free search
+                    # stops near its Table 2 values, and so does COBYLA (variance ~ 400); the default
+                    # gradient search follows F to variance ~ 24000 and predicts worse (NLP 0.18).
+                    fit_model(model, method, bounds=USPS_BOUNDS, gp_search="cobyla")
                 else:
                     model.fit_posterior()
             seconds = time.perf_counter() - t0
@@ -346,8 +367,9 @@ def run_seismic(methods=("EKS", "UKS"), n_surveys=3, n_features=1000, seed=0, le
     enough copy of the SE prior that the velocities come out worse than the prior mean (survey 0:
     0.23 km/s against 0.15), with D = 1000 they improve on it (0.13), hence the default.
     Metrics: RMSE of posterior-mean depths (km) and velocities (km/s) against the truth, the
-    prior mean's RMSE for scale, 95% interval coverage, and the RMSE of the predicted noise-free
-    reflection times (s).
+    prior mean's RMSE for scale, 95% interval coverage with the paper's factorised variances
+    (eq. 36) and with the unfactorised ("coupled") variances of the same linearised model, and the
+    RMSE of the predicted noise-free reflection times (s).
     """
     from gpexplorer import seismic
     from gpexplorer.forward_models import get_forward_model
@@ -372,10 +394,14 @@ def run_seismic(methods=("EKS", "UKS"), n_surveys=3, n_features=1000, seed=0, le
             seconds.append(time.perf_counter() - t0)
             mean, var = model.predict_f(survey.x)
             errors = seismic.inversion_errors(survey, mean, var)
+            coupled = seismic.inversion_errors(survey, mean, model.predict_f(survey.x, covariance="coupled")[1])
+            for label in ("depth", "velocity"):
+                errors[f"{label}_coverage95_coupled"] = coupled[f"{label}_coverage95"]
             times_mean, _ = model.predict_y(survey.x, method="unscented")
             errors["time_rmse"] = float(np.sqrt(np.mean((times_mean - survey.times) ** 2)))
             for key in ("depth_rmse", "velocity_rmse", "depth_prior_rmse", "velocity_prior_rmse",
-                        "depth_coverage95", "velocity_coverage95", "time_rmse"):
+                        "depth_coverage95", "velocity_coverage95", "depth_coverage95_coupled",
+                        "velocity_coverage95_coupled", "time_rmse"):
                 values.setdefault(key, []).append(errors[key])
         rows.append(ResultRow("seismic", method, "seismic", n_features,
                               metrics={k: np.array(v) for k, v in values.items()},

@@ -222,3 +222,19 @@ def predict_f(Xnew, frequencies, fitted):
             mean[n, q] = M[q] @ Phi[n] + fitted["prior_mean"][q]
             var[n, q] = Phi[n] @ C[q] @ Phi[n]
     return mean, var
+
+
+def coupled_predict_var(Xnew, frequencies, fitted, noise_variance, weight_variance):
+    """Latent marginal variances under the unfactorised Gaussian of the linearised model: the dense
+    inverse of the all-task Gauss-Newton precision (``coupled_precision``) at the final linearisation,
+    var f*_q = phi*^T [H^-1]_qq phi* point by point."""
+    Phi_new = features(Xnew, frequencies)
+    H = coupled_precision(fitted["Phi"], fitted["lins"], noise_variance, weight_variance)
+    cov = np.linalg.inv(H)
+    D, Q = fitted["Phi"].shape[1], len(weight_variance)
+    var = np.zeros((Phi_new.shape[0], Q))
+    for n in range(Phi_new.shape[0]):
+        for q in range(Q):
+            block = cov[q * D:(q + 1) * D, q * D:(q + 1) * D]
+            var[n, q] = Phi_new[n] @ block @ Phi_new[n]
+    return var

@@ -157,3 +157,26 @@ def predict_y_unscented(forward, mean, var, kappa, noise_variance):
         out_mean[i] = np.sum(w * Y)
         out_var[i] = np.sum(w * (Y - out_mean[i]) ** 2) + noise_variance
     return out_mean, out_var
+
+
+def linear_gaussian_evidence(K, y, a, b, noise_variance):
+    """log N(y - b | 0, B), B = Lambda + A K A (EGP paper eq. 34), with B formed and inverted
+    literally: the log evidence of the model linearised as g(f) ~= A f + b."""
+    N = len(y)
+    B = noise_variance * np.eye(N) + np.diag(a) @ K @ np.diag(a)
+    _, logdet = np.linalg.slogdet(B)
+    r = y - b
+    return -0.5 * (N * np.log(2 * np.pi) + logdet + r @ np.linalg.solve(B, r))
+
+
+def fisher_information(covariance, theta, h=1e-5):
+    """I_ij = 1/2 tr(B^-1 dB/dtheta_i B^-1 dB/dtheta_j) for a Gaussian N(0, B(theta)), with
+    ``covariance(theta)`` the explicit matrix B and its derivatives by central differences."""
+    theta = np.asarray(theta, dtype=float)
+    B_inv = np.linalg.inv(covariance(theta))
+    derivatives = []
+    for i in range(len(theta)):
+        e = np.zeros_like(theta)
+        e[i] = h
+        derivatives.append(B_inv @ (covariance(theta + e) - covariance(theta - e)) / (2 * h))
+    return np.array([[0.5 * np.trace(Mi @ Mj) for Mj in derivatives] for Mi in derivatives])

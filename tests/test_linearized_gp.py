@@ -370,7 +370,7 @@ def test_learning_increases_free_energy_and_recovers_table1_values(linearization
     assert np.mean((mean - data.f[test]) ** 2) < 0.2 * np.var(data.f[test])
 
 
-def test_fixed_parameters_callback_and_scipy_methods():
+def test_fixed_parameters_callback_and_every_fit_method():
     X, _, y, kernel = small_problem("sin", n=50, seed=12)
     seen = []
     m = LinearizedGP(X, y, forward="sin", kernel=kernels.Matern52(1.0, 1.0), noise_variance=0.3)
@@ -384,7 +384,7 @@ def test_fixed_parameters_callback_and_scipy_methods():
     result = stopped.fit(callback=lambda entry: entry.iteration >= 2)
     assert result.n_eval == 3 and not result.success and "callback" in result.message
     values = {}
-    for method in ("cobyla", "nelder-mead", "powell"):
+    for method in ("fisher", "cobyla", "nelder-mead", "powell"):
         mm = LinearizedGP(X, y, forward="sin", kernel=kernels.Matern52(1.0, 1.0), noise_variance=1.0)
         mm.fit(method=method)
         values[method] = mm.free_energy()

@@ -2,17 +2,22 @@
 """Timing of EKS / UKS (gpexplorer.kitchen_sinks.LinearizedKitchenSinks), one BLAS thread.
 
     python tests/benchmarks/bench_kitchen_sinks.py [--quick] [--threads N] [--part toy|usps|all]
+        [--latent se|matern52] [--kernel se|matern52] [--features D] [--folds K] [--compare-scan]
 
-1. The EKS paper's Table 1 setting (the EGP paper's Table 1 toy data): latent f from a GP with a
-   Matern 5/2 kernel (variance 0.8^2, lengthscale 0.6) at 1000 points evenly spaced on
-   [-2 pi, 2 pi], y = g(f) + N(0, 0.2^2), 5 folds of 200 training / 800 test points, D = 200
-   features, hyperparameters started at 1.0 (EGP paper section 4.1). For every forward model and
-   linearisation: the wall time of one posterior fit at the starting hyperparameters (the Newton
-   loop) and of the full fit with hyperparameter learning (``fit()``), with SMSE f*, NLPD f*
-   (latent) and SMSE g* (Monte Carlo predictive mean, EKS eq. 37, against the noiseless
-   g(f*)) beside the paper's EKS/UKS numbers. D counts columns of Phi (D/2 frequencies); the
-   paper's eq. 6 makes 2D columns from D frequencies, so its "D = 200" may mean 400 columns:
-   ``--features`` changes D.
+1. The EKS paper's Table 1 setting (section 7.1; the data of
+   :func:`gpexplorer.linearized_experiments.toy_inversion_data`): latent f from a GP with a
+   squared-exponential kernel (``--latent matern52``: the EGP paper's Matern 5/2), variance 0.8^2,
+   lengthscale 0.6, at 1000 points evenly spaced on [-2 pi, 2 pi], y = g(f) + N(0, 0.2^2), 5 folds
+   of 200 training / 800 test points, D = 200 columns of random features of the latent kernel
+   (``--kernel`` to change), hyperparameters started at 1.0 (EGP paper section 4.1). For every
+   forward model and linearisation: the wall time of one posterior fit at the starting
+   hyperparameters (the Newton loop) and of the full fit with hyperparameter learning
+   (``fit()``), with SMSE f*, NLPD f* (latent) and SMSE g* (Monte Carlo predictive mean, EKS
+   eq. 37, against the noiseless g(f*)) beside the paper's EKS/UKS numbers. D counts columns of
+   Phi (D/2 frequencies; the paper's "D = 200" is its 200-dimensional feature space, see
+   gpexplorer.linearized_experiments); ``--features`` changes D. ``--compare-scan`` runs, per
+   fold and interleaved, ``fit(scan_lengthscale=False)`` and ``fit()`` and prints the bound,
+   NLPD and time of both (the lengthscale scan of gpexplorer.kitchen_sinks_learning).
 2. USPS 3-vs-5 (767 x 256, logistic forward model, squared-exponential features): the Newton loop
    at the EGP paper's learnt hyperparameters (Table 2: log sigma = 2.9134, log l = 1.7872, noise
    variance 1e-6) for D = 100 .. 1000, and the hyperparameter search (COBYQA, at most 40
@@ -51,33 +56,20 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from gpexplorer import datasets, kernels, metrics  # noqa: E402
-from gpexplorer.forward_models import get_forward_model  # noqa: E402
+from gpexplorer import datasets, metrics  # noqa: E402
+from gpexplorer import linearized_experiments as lx  # noqa: E402
 from gpexplorer.kitchen_sinks import LinearizedKitchenSinks  # noqa: E402
+from gpexplorer.reproduce import EKS_TABLE1  # noqa: E402
 
-#: EKS paper Table 1 (D = 200): (SMSE f*, NLPD f*, SMSE g*) means
-PAPER_TABLE1 = {
-    ("identity", "taylor"): (0.03, -0.99, 0.03), ("identity", "unscented"): (0.04, -0.97, 0.04),
-    ("poly3", "taylor"): (0.02, -1.39, 0.01), ("poly3", "unscented"): (0.06, 0.41, 0.02),
-    ("exp", "taylor"): (0.03, -1.29, 0.01), ("exp", "unscented"): (0.02, -1.26, 0.01),
-    ("sin", "taylor"): (0.03, -1.05, 0.03), ("sin", "unscented"): (0.03, -1.13, 0.03),
-    ("tanh2", "taylor"): (0.05, -1.14, 0.02), ("tanh2", "unscented"): (0.04, -0.85, 0.03),
-}
 TOY_MODELS = [("identity", "taylor"), ("identity", "unscented"), ("poly3", "taylor"), ("poly3", "unscented"),
               ("exp", "taylor"), ("exp", "unscented"), ("sin", "taylor"), ("sin", "unscented"),
               ("tanh2", "taylor"), ("tanh2", "unscented"), ("sign_cubic", "unscented")]
 
 
-def toy_data(forward, seed=0, n=1000):
-    """EGP Table 1 toy inversion data: f ~ GP(0, Matern52(0.64, 0.6)), y = g(f) + N(0, 0.04)."""
-    rng = np.random.default_rng(seed)
-    x = np.linspace(-2 * np.pi, 2 * np.pi, n)[:, None]
-    K = kernels.Matern52(variance=0.64, lengthscale=0.6).K(x)
-    f = np.linalg.cholesky(K + 1e-8 * np.eye(n)) @ rng.standard_normal(n)
-    g = get_forward_model(forward).value(f[:, None])[:, 0]
-    y = g + 0.2 * rng.standard_normal(n)
-    folds = np.array_split(rng.permutation(n), 5)
-    return x, f, g, y, folds
+def paper_table1(forward, linearization):
+    """EKS paper Table 1 (D = 200) means (SMSE f*, NLPD f*, SMSE g*), or None."""
+    ref = EKS_TABLE1.get((forward, "EKS" if linearization == "taylor" else "UKS"))
+    return None if ref is None else tuple(ref[k].mean for k in ("smse_f", "nlpd_f", "smse_g"))
 
 
 def median_time(fn, repeats):
@@ -89,22 +81,45 @@ def median_time(fn, repeats):
     return statistics.median(times), result
 
 
-def bench_toy(n_folds, repeats, n_features=200):
-    print(f"\n== Table 1 setting: 200 train / 800 test, D = {n_features}, {n_folds} fold(s) ==")
-    print(f"{'g':<11}{'method':<5}{'Newton ms':>10}{'iters':>6}{'fit s':>8}{'evals':>6}"
-          f"{'SMSE f*':>9}{'NLPD f*':>9}{'SMSE g*':>9}   paper (SMSE f*, NLPD f*, SMSE g*)")
+def _scores(m, data, test, seed):
+    f = data.f[test]
+    g = m.forward.value(f[:, None])[:, 0]
+    mf, vf = m.predict_f(data.x[test])
+    my, _ = m.predict_y(data.x[test], method="monte_carlo", n_samples=2000, seed=seed)
+    return metrics.smse(f, mf[:, 0]), metrics.nlpd(f, mf[:, 0], vf[:, 0]), metrics.smse(g, my[:, 0])
+
+
+def bench_toy(n_folds, repeats, n_features=200, latent="se", kernel=None, compare_scan=False):
+    kernel = kernel or latent
+    print(f"\n== Table 1 setting: latent {latent}, {kernel} features, 200 train / 800 test, D = {n_features}, "
+          f"{n_folds} fold(s) ==")
+    if compare_scan:
+        print(f"{'g':<11}{'method':<7}{'fold':>4}{'F local':>10}{'F scan':>10}{'NLPD local':>11}{'NLPD scan':>10}"
+              f"{'s local':>9}{'s scan':>8}")
+    else:
+        print(f"{'g':<11}{'method':<5}{'Newton ms':>10}{'iters':>6}{'fit s':>8}{'evals':>6}"
+              f"{'SMSE f*':>9}{'NLPD f*':>9}{'SMSE g*':>9}   paper (SMSE f*, NLPD f*, SMSE g*)")
     for forward, linearization in TOY_MODELS:
-        x, f, g, y, folds = toy_data(forward)
+        data = lx.toy_inversion_data(forward, seed=0, latent_kernel=latent)
+        folds = lx.cv_folds(seed=0)[:n_folds]
         inner, outer, iters, evals, scores = [], [], [], [], []
-        for k in range(n_folds):
-            train = folds[k]  # 200 points train, the other 800 test (EKS section 7.1)
-            test = np.setdiff1d(np.arange(len(x)), train)
-
+        name = "EKS" if linearization == "taylor" else "UKS"
+        for k, (train, test) in enumerate(folds):
             def make():
-                return LinearizedKitchenSinks(x[train], y[train], forward=forward, linearization=linearization,
-                                              n_features=n_features, kernel="matern52", lengthscale=1.0,
-                                              weight_variance=1.0, noise_variance=1.0, seed=k)
+                return LinearizedKitchenSinks(data.x[train], data.y[train], forward=forward,
+                                              linearization=linearization, n_features=n_features, kernel=kernel,
+                                              lengthscale=1.0, weight_variance=1.0, noise_variance=1.0, seed=k)
 
+            if compare_scan:  # interleaved A/B on the same fold
+                row = []
+                for scan in (False, True):
+                    m = make()
+                    t0 = time.perf_counter()
+                    result = m.fit(scan_lengthscale=scan)
+                    row.append((result.free_energy, _scores(m, data, test, k)[1], time.perf_counter() - t0))
+                print(f"{forward:<11}{name:<7}{k:>4}{row[0][0]:>10.1f}{row[1][0]:>10.1f}{row[0][1]:>11.2f}"
+                      f"{row[1][1]:>10.2f}{row[0][2]:>9.2f}{row[1][2]:>8.2f}", flush=True)
+                continue
             t, m = median_time(lambda: make().fit_posterior(), repeats)
             inner.append(t)
             iters.append(len(m.trace) - 1)
@@ -113,13 +128,11 @@ def bench_toy(n_folds, repeats, n_features=200):
             result = m.fit()
             outer.append(time.perf_counter() - t0)
             evals.append(result.n_evaluations)
-            mf, vf = m.predict_f(x[test])
-            my, _ = m.predict_y(x[test], method="monte_carlo", n_samples=2000, seed=k)
-            scores.append((metrics.smse(f[test], mf[:, 0]), metrics.nlpd(f[test], mf[:, 0], vf[:, 0]),
-                           metrics.smse(g[test], my[:, 0])))
+            scores.append(_scores(m, data, test, k))
+        if compare_scan:
+            continue
         s = np.mean(scores, axis=0)
-        paper = PAPER_TABLE1.get((forward, linearization))
-        name = "EKS" if linearization == "taylor" else "UKS"
+        paper = paper_table1(forward, linearization)
         print(f"{forward:<11}{name:<5}{1e3 * statistics.median(inner):>10.1f}{statistics.median(iters):>6.0f}"
               f"{statistics.median(outer):>8.2f}{statistics.median(evals):>6.0f}"
               f"{s[0]:>9.3f}{s[1]:>9.2f}{s[2]:>9.3f}   {paper if paper else '-'}", flush=True)
@@ -166,14 +179,22 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (set before numpy loads)")
     parser.add_argument("--part", choices=("toy", "usps", "all"), default="all")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--features", type=int, default=200, help="D for the Table 1 part")
+    parser.add_argument("--features", type=int, default=200, help="D (columns) for the Table 1 part")
+    parser.add_argument("--latent", choices=("se", "matern52"), default="se",
+                        help="latent GP of the toy data (EKS paper: se; EGP paper: matern52)")
+    parser.add_argument("--kernel", choices=("se", "matern52", "matern32"), default=None,
+                        help="random-feature kernel (default: the latent kernel)")
+    parser.add_argument("--folds", type=int, default=None, help="toy folds (default 5, --quick 1)")
+    parser.add_argument("--compare-scan", action="store_true",
+                        help="toy part: fit() with and without the lengthscale scan, interleaved per fold")
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
           f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
     warnings.simplefilter("ignore")
     if args.part in ("toy", "all"):
-        bench_toy(1 if args.quick else 5, repeats, args.features)
+        bench_toy(args.folds or (1 if args.quick else 5), repeats, args.features, args.latent, args.kernel,
+                  args.compare_scan)
     if args.part in ("usps", "all"):
         counts = (100, 200, 400) if args.quick else (100, 200, 400, 800, 1000)
         bench_usps(counts, repeats, max_evaluations=15 if args.quick else 40)

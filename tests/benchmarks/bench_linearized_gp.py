@@ -3,6 +3,7 @@
     python tests/benchmarks/bench_linearized_gp.py                 # 5 folds, every Table 1 row
     python tests/benchmarks/bench_linearized_gp.py --quick         # 2 folds, 1 repeat, sin + identity
     python tests/benchmarks/bench_linearized_gp.py --json out.json # also write every number
+    python tests/benchmarks/bench_linearized_gp.py --method fisher,cobyla  # interleaved A/B
 
 For each forward model of Table 1 (identity, poly3, exp, sin, tanh2; and sign_cubic, UGP only,
 as in the paper's Figure 1) and each of EGP / UGP it fits ``LinearizedGP`` on the 5 folds of
@@ -10,12 +11,15 @@ as in the paper's Figure 1) and each of EGP / UGP it fits ``LinearizedGP`` on th
 points on [-2 pi, 2 pi], f from a Matern 5/2 GP with variance 0.64 and lengthscale 0.6,
 y = g(f) + N(0, 0.2^2), training on one block of 200 and testing on the other 800). A "fit" is
 what the issue's target counts: construction plus hyperparameter and noise learning
-(``fit(bounds=PAPER_BOUNDS)`` from variance = lengthscale = noise variance = 1, as the paper
-starts). Printed per row: the median over folds of the fit's wall time (and its CPU time; each
-fold's time is the median of ``--repeats`` fits), the number of free-energy evaluations, and the
-mean +- std over folds of NLPD f*, SMSE f* and SMSE y* (quadrature, eq. 39) beside the paper's
-Table 1 values. Thread pools are pinned to one thread; numba compilation happens in a warm-up
-fit that is not timed. The load average is printed because other processes on the same cores
+(``fit(bounds=PAPER_BOUNDS, method=...)`` from variance = lengthscale = noise variance = 1, as
+the paper starts). Printed per row: the median over folds of the fit's wall time (and its CPU
+time; each fold's time is the median of ``--repeats`` fits), the number of free-energy
+evaluations, the mean learnt free energy (eq. 41) and the mean +- std over folds of NLPD f*,
+SMSE f* and SMSE y* (quadrature, eq. 39) beside the paper's Table 1 values. With several
+``--method`` values the methods' fits alternate (the order reverses from fold to fold and from
+repeat to repeat), so that a changing machine load affects them alike, and the ratio of their
+total CPU times is printed. Thread pools are pinned to one thread; numba compilation happens in
+warm-up fits that are not timed. The load average is printed because other processes on the same cores
 inflate the timings.
 """
 
@@ -53,33 +57,43 @@ def fit_once(data, train, linearization, method):
     return model, result, time.perf_counter() - t_wall, time.process_time() - t_cpu
 
 
-def run_row(forward, name, args):
+def run_row(forward, name, args, methods):
+    """{fit method: [one dict per fold]}; the methods' fits alternate (the order reverses every time)."""
     data = toy_inversion_data(forward, seed=args.seed)
     folds = cv_folds(seed=args.seed)[:args.folds]
-    fold_rows = []
-    for train, test in folds:
-        runs = [fit_once(data, train, METHODS[name], args.method) for _ in range(args.repeats)]
-        model, result = runs[0][0], runs[0][1]
-        mean_f, var_f = model.predict_f(data.x[test])
-        mean_y, _ = model.predict_y(data.x[test], method="quadrature")
-        fold_rows.append({
-            "wall_ms": 1e3 * statistics.median(r[2] for r in runs),
-            "cpu_ms": 1e3 * statistics.median(r[3] for r in runs),
-            "n_eval": result.n_eval,
-            "free_energy": model.free_energy(),
-            "parameters": {k: float(v) for k, v in model.parameters.items()},
-            "nlpd_f": metrics.nlpd(data.f[test], mean_f, np.maximum(var_f, 1e-300)),
-            "smse_f": metrics.smse(data.f[test], mean_f),
-            "smse_y": metrics.smse(data.y[test], mean_y),
-        })
-    return fold_rows
+    rows = {method: [] for method in methods}
+    for k, (train, test) in enumerate(folds):
+        runs = {method: [] for method in methods}
+        for repeat in range(args.repeats):
+            for method in (methods if (k + repeat) % 2 == 0 else methods[::-1]):
+                runs[method].append(fit_once(data, train, METHODS[name], method))
+        for method in methods:
+            rows[method].append(score_fold(data, test, runs[method]))
+    return rows
 
 
-def format_row(forward, name, rows):
+def score_fold(data, test, runs):
+    model, result = runs[0][0], runs[0][1]
+    mean_f, var_f = model.predict_f(data.x[test])
+    mean_y, _ = model.predict_y(data.x[test], method="quadrature")
+    return {
+        "wall_ms": 1e3 * statistics.median(r[2] for r in runs),
+        "cpu_ms": 1e3 * statistics.median(r[3] for r in runs),
+        "n_eval": result.n_eval,
+        "free_energy": model.free_energy(),
+        "parameters": {k: float(v) for k, v in model.parameters.items()},
+        "nlpd_f": metrics.nlpd(data.f[test], mean_f, np.maximum(var_f, 1e-300)),
+        "smse_f": metrics.smse(data.f[test], mean_f),
+        "smse_y": metrics.smse(data.y[test], mean_y),
+    }
+
+
+def format_row(forward, name, method, rows):
     wall = statistics.median(r["wall_ms"] for r in rows)
     cpu = statistics.median(r["cpu_ms"] for r in rows)
     evals = statistics.mean(r["n_eval"] for r in rows)
-    cells = [f"{forward:10s} {name}  {wall:7.1f} {cpu:7.1f} {evals:5.1f}"]
+    energy = statistics.mean(r["free_energy"] for r in rows)
+    cells = [f"{forward:10s} {name} {method:11s} {wall:7.1f} {cpu:7.1f} {evals:5.1f} {energy:8.3f}"]
     paper = EGP_TABLE1.get((forward, name), {})
     for key in METRICS:
         values = np.array([r[key] for r in rows])
@@ -115,7 +129,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--forwards", default=",".join(FORWARDS))
     parser.add_argument("--methods", default="EGP,UGP")
-    parser.add_argument("--method", default="cobyla", help="LinearizedGP.fit(method=...)")
+    parser.add_argument("--method", default="fisher",
+                        help="LinearizedGP.fit(method=...); several, comma-separated, alternate fold by fold")
     parser.add_argument("--quick", action="store_true", help="2 folds, 1 repeat, identity and sin")
     parser.add_argument("--json", help="write every number to this file")
     args = parser.parse_args(argv)
@@ -123,25 +138,34 @@ def main(argv=None):
         args.folds, args.repeats, args.forwards = 2, 1, "identity,sin"
     forwards = [f for f in args.forwards.split(",") if f]
     methods = [m for m in args.methods.split(",") if m]
+    fit_methods = [m for m in args.method.split(",") if m]
 
     warnings.simplefilter("ignore", JitterWarning)
     warm = toy_inversion_data("sin", seed=args.seed)
-    fit_once(warm, cv_folds(seed=args.seed)[0][0], "unscented", args.method)  # numba compilation
+    for method in fit_methods:
+        fit_once(warm, cv_folds(seed=args.seed)[0][0], "unscented", method)  # numba compilation
     print(f"load average at start: {os.getloadavg()}; 200 x 200 Cholesky {cholesky_calibration():.0f} us "
           "(about 145 us on an idle core)")
-    print(f"{'forward':10s} fit  wall ms  cpu ms evals | {'NLPD f* ours':>16s} {'paper':>16s} | "
-          f"{'SMSE f* ours':>16s} {'paper':>16s} | {'SMSE y* ours':>16s} {'paper':>16s}")
-    report, all_wall = {}, []
+    print(f"{'forward':10s} fit {'method':11s} wall ms  cpu ms evals   F (41) | {'NLPD f* ours':>16s} "
+          f"{'paper':>16s} | {'SMSE f* ours':>16s} {'paper':>16s} | {'SMSE y* ours':>16s} {'paper':>16s}")
+    report = {}
+    all_wall = {m: [] for m in fit_methods}
+    all_cpu = {m: [] for m in fit_methods}
     for forward in forwards:
         for name in methods:
             if forward == "sign_cubic" and name == "EGP":
                 continue  # not differentiable: the Taylor linearisation refuses it
-            rows = run_row(forward, name, args)
-            report[f"{forward}/{name}"] = rows
-            all_wall += [r["wall_ms"] for r in rows]
-            print(format_row(forward, name, rows), flush=True)
-    print(f"median fit wall time over all rows and folds: {statistics.median(all_wall):.1f} ms "
-          f"(max {max(all_wall):.1f} ms)")
+            rows = run_row(forward, name, args, fit_methods)
+            for method in fit_methods:
+                report[f"{forward}/{name}/{method}"] = rows[method]
+                all_wall[method] += [r["wall_ms"] for r in rows[method]]
+                all_cpu[method] += [r["cpu_ms"] for r in rows[method]]
+                print(format_row(forward, name, method, rows[method]), flush=True)
+    for method in fit_methods:
+        print(f"{method}: median fit wall time over all rows and folds {statistics.median(all_wall[method]):.1f} ms "
+              f"(max {max(all_wall[method]):.1f} ms), total CPU {sum(all_cpu[method]):.0f} ms")
+    for method in fit_methods[1:]:
+        print(f"total CPU time {method} / {fit_methods[0]}: {sum(all_cpu[method]) / sum(all_cpu[fit_methods[0]]):.2f}")
     print(f"load average at end: {os.getloadavg()}; 200 x 200 Cholesky {cholesky_calibration():.0f} us")
     if args.json:
         with open(args.json, "w") as fh:
