@@ -72,15 +72,9 @@ def _serve(args):
     if args.dry_run:
         print(" ".join(cmd))
         return
-    # panel's own command line, run in this process: a second interpreter would add ~0.1 s to the
-    # cold start (measured with `python -m gpexplorer.cli serve --dry-run`)
-    from panel.command import main as panel_main
+    from gpexplorer.ui.serve import run_panel_serve  # the dashboards' side: it may import panel
 
-    sys.argv = ["panel", *cmd[3:]]
-    try:
-        panel_main()
-    except KeyboardInterrupt:
-        pass
+    run_panel_serve(cmd[4:])  # cmd is [python, -m, panel, serve, ...]
 
 
 def main(argv=None):

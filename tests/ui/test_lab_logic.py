@@ -1,6 +1,11 @@
 """The sparse-regression lab without a browser: settings -> objectives -> data sources."""
 
 import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
 
 import numpy as np
 import panel as pn
@@ -9,6 +14,7 @@ import pytest
 from gpexplorer.cli import serve_command
 from gpexplorer.ui import SparseRegressionLab
 from gpexplorer.ui.uploads import MAX_UPLOAD_BYTES
+from server_process import free_port, stop_process_group
 
 
 @pytest.fixture
@@ -143,6 +149,30 @@ def test_serve_command_lists_every_page():
     assert any(c.endswith("sparse_regression.py") for c in cmd)
     assert cmd[cmd.index("--port") + 1] == "5999"
     assert MAX_UPLOAD_BYTES < int(cmd[cmd.index("--websocket-max-message-size") + 1])
+
+
+def test_gpexplorer_serve_serves_every_page(tmp_path):
+    """The README's main command, run like a user would (panel's command line in-process)."""
+    port = free_port()
+    with open(tmp_path / "serve.log", "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "gpexplorer.cli", "serve", "--port", str(port)],
+                                   stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ),
+                                   start_new_session=True)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        for page in ("sparse_regression", "linearized"):
+            deadline = time.monotonic() + 120
+            while True:
+                assert process.poll() is None, (tmp_path / "serve.log").read_text()
+                try:
+                    with opener.open(f"http://127.0.0.1:{port}/{page}", timeout=60) as response:
+                        assert response.status == 200 and b"bokeh" in response.read().lower()
+                        break
+                except OSError:
+                    assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+                    time.sleep(0.2)
+    finally:
+        stop_process_group(process)
 
 
 def test_tightened_upper_bound_reveals_fitc_overestimating(lab):
