@@ -11,6 +11,8 @@ import threading
 import time
 import traceback
 
+from gpexplorer.ui.readouts import status_html
+
 
 class Cancelled(Exception):
     """Raised inside a job's function when the user pressed cancel."""
@@ -126,3 +128,50 @@ class JobPoller:
             self._callback = None
         self._reported = self.job
         return state, fraction, message
+
+
+class JobControls:
+    """A lab's background job as the user sees it: progress bar, status line, locked buttons.
+
+    Mixed into a lab that has ``jobs`` (a :class:`JobPoller`), ``progress``, ``status`` (a
+    TextBlock), ``cancel_button``, and defines ``_job_buttons()`` (locked while a job runs) and
+    ``_job_finished(state, job)`` (applies the result and reports it in ``status``)."""
+
+    @property
+    def job(self):
+        """The current (or last) background job, None before the first."""
+        return self.jobs.job
+
+    def cancel_job(self):
+        self.jobs.cancel()
+
+    def _busy(self):
+        return self.jobs.running
+
+    def _start_job(self, name, fn, started=None):
+        self._lock_job_buttons(True)
+        self.progress.visible, self.progress.value = True, 0
+        self.status.object = status_html("running", started or f"{name} started")
+        self.jobs.start(BackgroundJob(name, fn), self.poll_job)
+
+    def poll_job(self):
+        """Apply a job's progress or result (called on the session's event loop)."""
+        update = self.jobs.check()
+        if update is None:
+            return
+        state, fraction, message = update
+        if state == "running":
+            self.progress.value = int(100 * fraction)
+            self.status.object = status_html("running", self._progress_text(self.jobs.job, message))
+            return
+        self._job_finished(state, self.jobs.job)
+        self._lock_job_buttons(False)
+        self.progress.visible = False
+
+    def _progress_text(self, job, message):
+        return f"{job.name}: {message}"
+
+    def _lock_job_buttons(self, locked):
+        for button in self._job_buttons():
+            button.disabled = locked
+        self.cancel_button.disabled = not locked

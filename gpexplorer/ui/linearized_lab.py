@@ -25,7 +25,7 @@ import threadpoolctl
 
 from gpexplorer.ui import linearized_settings as cfg
 from gpexplorer.ui import linearized_texts as texts
-from gpexplorer.ui.jobs import BackgroundJob, JobPoller
+from gpexplorer.ui.jobs import JobControls, JobPoller
 from gpexplorer.ui.layout import PromptButton
 from gpexplorer.ui.linearized_figures import (CloseupFigure, LatentFigure, ObjectiveFigure, ObservationFigure,
                                               lab_layout)
@@ -34,7 +34,7 @@ from gpexplorer.ui.markup import TextBlock
 logger = logging.getLogger(__name__)
 
 
-class LinearizedLab(pn.viewable.Viewer):
+class LinearizedLab(JobControls, pn.viewable.Viewer):
     """The EGP/UGP/EKS/UKS dashboard; ``LinearizedLab()`` in Jupyter or a served app file."""
 
     mode = param.Selector(default="manual", objects=["manual", "fitted"],
@@ -241,37 +241,16 @@ class LinearizedLab(pn.viewable.Viewer):
         s = cfg.snapshot(self.settings)  # the worker must not see later edits
         data, forward, start = self.data, self.forward, cfg.shared_parameters(s)
         self._learning_context = cfg.fit_context(s)
-        self._start_job("learn", lambda job: learn_hyperparameters(job, run, data, forward, s, start))
+        self._start_job("learn", lambda job: learn_hyperparameters(job, run, data, forward, s, start),
+                        started="learning started")
 
-    def _busy(self):
-        return self.jobs.running
+    def _job_buttons(self):
+        return (self.learn_button,)
 
-    def _start_job(self, name, fn):
-        job = BackgroundJob(name, fn)
-        self.learn_button.disabled, self.cancel_button.disabled = True, False
-        self.progress.visible, self.progress.value = True, 0
-        self.status.object = texts.status_html("running", "learning started")
-        self.jobs.start(job, self.poll_job)
+    def _progress_text(self, job, message):
+        return message
 
-    @property
-    def job(self):
-        """The current (or last) background job, None before the first."""
-        return self.jobs.job
-
-    def cancel_job(self):
-        self.jobs.cancel()
-
-    def poll_job(self):
-        """Apply a job's progress or result (called on the session's event loop)."""
-        update = self.jobs.check()
-        if update is None:
-            return
-        state, fraction, message = update
-        job = self.jobs.job
-        if state == "running":
-            self.progress.value = int(100 * fraction)
-            self.status.object = texts.status_html("running", message)
-            return
+    def _job_finished(self, state, job):
         if state == "done" and self._learning_context != cfg.fit_context(self.settings):
             self.status.object = texts.status_html(
                 "discarded", "learnt values discarded: the model settings changed while learning")
@@ -281,7 +260,6 @@ class LinearizedLab(pn.viewable.Viewer):
             self.status.object = texts.status_html("done", f"learnt in {job.elapsed:.2f} s")
         else:
             self.status.object = texts.status_html(state, f"learning {state}: {job.error or ''}")
-        self.learn_button.disabled, self.cancel_button.disabled, self.progress.visible = False, True, False
 
     def show_learnt(self):
         if not self.fitted:

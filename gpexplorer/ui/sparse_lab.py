@@ -29,7 +29,7 @@ from gpexplorer.joint_fit import fit_all
 from gpexplorer.ui import settings as cfg
 from gpexplorer.ui.charts import AddOneChart, SandwichChart, SweepCharts, TermsChart, TraceCharts
 from gpexplorer.ui.figures import PosteriorFigure, PredictedVsTrueFigure, SplitFigure
-from gpexplorer.ui.jobs import BackgroundJob, JobPoller
+from gpexplorer.ui.jobs import JobControls, JobPoller
 from gpexplorer.ui.layout import PromptButton, lab_layout
 from gpexplorer.ui.markup import TextBlock
 from gpexplorer.ui.readouts import badges_html, bounds_html, noise_html, status_html, upload_html
@@ -63,7 +63,7 @@ def _after_this_tick(update):
         update()
 
 
-class SparseRegressionLab(pn.viewable.Viewer):
+class SparseRegressionLab(JobControls, pn.viewable.Viewer):
     """The FITC-vs-VFE dashboard; ``SparseRegressionLab()`` in Jupyter or a served app file."""
 
     mode = param.Selector(default="manual", objects=["manual", "fitted"])
@@ -365,43 +365,15 @@ class SparseRegressionLab(pn.viewable.Viewer):
 
         self._start_job("tighten", tighten)
 
-    def _busy(self):
-        return self.jobs.running
+    def _job_buttons(self):
+        return (self.fit_button, self.sweep_button, self.tighten_button)
 
-    def _start_job(self, name, fn):
-        job = BackgroundJob(name, fn)
-        self.fit_button.disabled = self.sweep_button.disabled = self.tighten_button.disabled = True
-        self.cancel_button.disabled = False
-        self.progress.visible, self.progress.value = True, 0
-        self.status.object = status_html("running", f"{name} started")
-        self.jobs.start(job, self.poll_job)
-
-    @property
-    def job(self):
-        """The current (or last) background job, None before the first."""
-        return self.jobs.job
-
-    def cancel_job(self):
-        self.jobs.cancel()
-
-    def poll_job(self):
-        """Apply a job's progress or result (called on the session's event loop)."""
-        update = self.jobs.check()
-        if update is None:
-            return
-        state, fraction, message = update
-        job = self.jobs.job
-        if state == "running":
-            self.progress.value = int(100 * fraction)
-            self.status.object = status_html("running", f"{job.name}: {message}")
-            return
+    def _job_finished(self, state, job):
         if state == "done":
             {"fit": self._apply_fit, "sweep": self._apply_sweep, "tighten": self._apply_tighten}[job.name](job.result)
             self.status.object = status_html("done", f"{job.name} finished in {job.elapsed:.2f} s")
         else:
             self.status.object = status_html(state, f"{job.name} {state}: {job.error or ''}")
-        self.fit_button.disabled = self.sweep_button.disabled = self.tighten_button.disabled = False
-        self.cancel_button.disabled, self.progress.visible = True, False
 
     def _apply_fit(self, outcomes):
         self.fits = outcomes
