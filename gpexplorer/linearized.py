@@ -44,10 +44,11 @@ from gpexplorer.gauss_newton import (IterationRecord, NumericalFailure, StepSear
                                      step_length_search)
 from gpexplorer.linalg import CholeskyError, jittered_cholesky
 from gpexplorer.models import NOISE, KernelAndNoise, _validate_data
+from gpexplorer.posterior_linearization import posterior_fixed_point
 from gpexplorer.optimize import FitResult, _blas_controller
 
 __all__ = ["LinearizedGP", "IterationRecord", "StepSearchResult", "step_length_search", "gauss_newton",
-           "NumericalFailure", "LINEARIZATIONS", "FIT_METHODS"]
+           "NumericalFailure", "LINEARIZATIONS", "FIT_METHODS", "INNER_LOOPS"]
 
 #: accepted spellings of the two linearisations
 LINEARIZATIONS = {"taylor": "taylor", "egp": "taylor", "extended": "taylor",
@@ -55,6 +56,9 @@ LINEARIZATIONS = {"taylor": "taylor", "egp": "taylor", "extended": "taylor",
 #: hyperparameter searches accepted by :meth:`LinearizedGP.fit`: Fisher scoring
 #: (:mod:`gpexplorer.linearized_learning`) and scipy's derivative-free minimisers
 FIT_METHODS = ("fisher", "cobyla", "nelder-mead", "powell")
+#: inner loops: the paper's step search on the MAP objective (31), or the fixed point of the
+#: statistical linearisation (:mod:`gpexplorer.posterior_linearization`, UGP only)
+INNER_LOOPS = ("map-search", "fixed-point")
 _LOG_2PI = math.log(2.0 * math.pi)
 #: default box for every positive parameter during :meth:`LinearizedGP.fit` (natural scale)
 DEFAULT_BOUNDS = (1e-6, 1e6)
@@ -93,7 +97,13 @@ class LinearizedGP(KernelAndNoise):
     ``gpexplorer.kitchen_sinks.LinearizedKitchenSinks``). ``linearization`` is "taylor" (alias
     "egp") or "unscented" (alias "ugp"); ``kappa`` is the unscented spread parameter (eq. 21-26:
     sigma points m_n +- sqrt((1 + kappa) C_nn); 0.5 gives equal weights). ``max_iter``, ``tol``
-    and ``max_step_cuts`` control the inner loop (:func:`gauss_newton`). ``jitter`` is the first
+    and ``max_step_cuts`` control the inner loop. ``inner_loop``: "map-search" (default) is the
+    paper's Gauss-Newton loop with the step search on the MAP objective (31)
+    (:func:`gauss_newton`, the EGP's only loop); "fixed-point" (UGP only) iterates the
+    statistical linearisation to its fixed point
+    (:func:`gpexplorer.posterior_linearization.posterior_fixed_point`), which makes the UGP's free
+    energy a smooth function of the hyperparameters where the paper's loop stops on 'diverge',
+    at several times the cost per fit. ``jitter`` is the first
     jitter tried by the Cholesky of K that :meth:`fit_posterior` (``warm_start=True``) needs;
     the value used is kept in ``jitter_used``. The kernel defaults to Matern 5/2 with unit
     variance and lengthscale, the paper's choice.
@@ -105,7 +115,7 @@ class LinearizedGP(KernelAndNoise):
 
     def __init__(self, X, y, forward="identity", linearization="taylor", kernel=None,
                  noise_variance=1.0, kappa=0.5, max_iter=100, tol=1e-6, max_step_cuts=10,
-                 jitter=0.0):
+                 jitter=0.0, inner_loop="map-search"):
         from gpexplorer.forward_models import get_forward_model, not_differentiable_message
         from gpexplorer.linearization import sigma_point_weights
 
@@ -137,6 +147,12 @@ class LinearizedGP(KernelAndNoise):
         self.max_iter = _check_int("max_iter", max_iter, 1)
         self.max_step_cuts = _check_int("max_step_cuts", max_step_cuts, 0)
         self.tol = _check_positive("tol", tol)
+        if inner_loop not in INNER_LOOPS:
+            raise ValueError(f"inner_loop must be one of {INNER_LOOPS}; got {inner_loop!r}")
+        if inner_loop == "fixed-point" and self.linearization_method != "unscented":
+            raise ValueError("inner_loop='fixed-point' is the UGP's (linearization='unscented'); the EGP's "
+                             "Gauss-Newton loop is 'map-search'")
+        self.inner_loop = inner_loop
         try:
             jitter = float(jitter)
         except (TypeError, ValueError):
@@ -170,10 +186,11 @@ class LinearizedGP(KernelAndNoise):
         self._post = self._last_post = post
 
     def _inner(self, start=None, restart_from=None):
+        loop = posterior_fixed_point if self.inner_loop == "fixed-point" else gauss_newton
         with np.errstate(over="ignore", invalid="ignore"):
-            return gauss_newton(self._kernel_matrix(), self.y, self.noise_variance, self.forward,
-                                self._linearize, start, restart_from=restart_from, max_iter=self.max_iter,
-                                tol=self.tol, max_step_cuts=self.max_step_cuts)
+            return loop(self._kernel_matrix(), self.y, self.noise_variance, self.forward, self._linearize, start,
+                        restart_from=restart_from, max_iter=self.max_iter, tol=self.tol,
+                        max_step_cuts=self.max_step_cuts)
 
     def _warm_start(self, previous):
         """(mean, beta, var) that start the inner loop at a previous posterior's mean.
