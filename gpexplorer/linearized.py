@@ -99,11 +99,11 @@ class LinearizedGP(KernelAndNoise):
     sigma points m_n +- sqrt((1 + kappa) C_nn); 0.5 gives equal weights). ``max_iter``, ``tol``
     and ``max_step_cuts`` control the inner loop. ``inner_loop``: "map-search" (default) is the
     paper's Gauss-Newton loop with the step search on the MAP objective (31)
-    (:func:`gauss_newton`, the EGP's only loop); "fixed-point" (UGP only) iterates the
-    statistical linearisation to its fixed point
+    (:func:`gauss_newton`, the EGP's only loop); "fixed-point" (UGP only) solves for the fixed
+    point of the statistical linearisation
     (:func:`gpexplorer.posterior_linearization.posterior_fixed_point`), which makes the UGP's free
     energy a smooth function of the hyperparameters where the paper's loop stops on 'diverge',
-    at several times the cost per fit. ``jitter`` is the first
+    at about three times the cost per fit. ``jitter`` is the first
     jitter tried by the Cholesky of K that :meth:`fit_posterior` (``warm_start=True``) needs;
     the value used is kept in ``jitter_used``. The kernel defaults to Matern 5/2 with unit
     variance and lengthscale, the paper's choice.

@@ -13,13 +13,15 @@ Gauss-Newton step on (31), so it often stops on 'diverge' away from the fixed po
 (eq. 41) evaluated there depends on where it stopped. Measured with
 ``tests/benchmarks/free_energy_profile.py`` (g = tanh(2f), kernel variance on a log grid): the
 MAP-monitored loop stops on 'diverge' at 8 of 14 grid points and F jumps by up to 150 nats between
-neighbours; iterated to the fixed point, F is a smooth function of the hyperparameters.
+neighbours; at the fixed point F is a smooth function of the hyperparameters.
 
-The iteration is damped Picard: (m, v) <- (m, v) + alpha (T(m, v) - (m, v)), alpha = 1 first and
-halved while the scaled residual r(m, v) = max_n max(|m_t - m|_n / sqrt(K_nn), |v_t - v|_n / K_nn)
-does not fall below the current one; after ``max_step_cuts`` cuts the loop stops ('diverge') and
-keeps the last iterate. It has converged when r <= tol. Each trial costs one linearisation and one
-Cholesky of W, and an accepted trial's T is the next iteration's.
+The fixed point is a root of the scaled residual R(x) = (m_t - m) / sqrt(K_nn), (v_t - v) / K_nn,
+x = (m / sqrt(K_nn), v / K_nn), found by scipy's DF-SANE (a derivative-free spectral residual
+method with a non-monotone line search, ``scipy.optimize.root(method="df-sane")``). Measured on
+the toy problems it needs 12-40 evaluations of T where damped Picard iteration needed 11-97
+iterations plus step cuts, and it converges where Picard stalls (tanh2 at kernel variance 3) and
+where Anderson mixing blows up (exp). Converged when max |R| <= tol. Each evaluation of T costs
+one linearisation, one Cholesky of W and one triangular solve for diag C.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import optimize
 
 from gpexplorer.gauss_newton import (IterationRecord, NumericalFailure, _forward_values, _gauss_newton_target,
                                      _linearize_checked, _map_objective, _Posterior, _posterior_var)
@@ -42,70 +45,82 @@ class _Map:
         self.s, self.L, self.beta_target = _gauss_newton_target(K, y, sigma, a, b)
         self.mean_target = K @ self.beta_target
         self.var_target = _posterior_var(K, self.s, self.L)
-        d_mean = np.abs(self.mean_target - mean) / scale_mean
-        d_var = np.abs(self.var_target - var) / scale_var
-        self.residual = float(max(np.max(d_mean, initial=0.0), np.max(d_var, initial=0.0)))
+        self.mean, self.var = mean, var
+        self.scaled_residual = np.concatenate([(self.mean_target - mean) / scale_mean,
+                                               (self.var_target - var) / scale_var])
+        self.residual = float(np.max(np.abs(self.scaled_residual), initial=0.0))
         if not math.isfinite(self.residual):
             raise NumericalFailure("the statistical linearisation gave a non-finite posterior")
 
 
 def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, *, restart_from=None,
                           max_iter=100, tol=1e-6, max_step_cuts=10):
-    """UGP inner loop: damped iteration to the fixed point of eq. 34/35/37 (see the module doc).
+    """UGP inner loop: the fixed point of eq. 34/35/37 by DF-SANE (see the module doc).
 
     Same arguments and result as :func:`gpexplorer.gauss_newton.gauss_newton`: ``start`` =
-    (mean, beta, var) with mean = K beta, ``restart_from`` = (mean, var) of a previous posterior
-    (its target is the start), the prior otherwise. The trace records the MAP objective (31) at
-    each kept mean, for display; it need not increase. The returned posterior is the linearisation
-    about the last mean and marginal variances, whose target they match to ``tol``.
+    (mean, beta, var) with mean = K beta, ``restart_from`` = (mean, var) of a previous posterior,
+    the prior (m = 0, v = diag K) otherwise. ``max_iter`` caps DF-SANE's iterations (at most
+    4 max_iter evaluations of T); ``max_step_cuts`` is unused (DF-SANE has its own line search).
+    The trace records the MAP objective (31) at each iterate, for display (it need not
+    increase), with ``step_cuts`` = the line-search trials it rejected. The returned posterior is
+    T at the iterate with the smallest residual: the exact posterior of the linearisation about
+    (m, v), whose mean and marginal variances match (m, v) to ``tol`` when converged; otherwise
+    the loop is flagged 'diverged'.
     """
+    del max_step_cuts
     sigma = math.sqrt(noise_variance)
-    scale_mean = np.sqrt(np.maximum(np.diag(K), 1e-300))
-    scale_var = np.maximum(np.diag(K), 1e-300)
-
-    def evaluate(mean, var):
-        return _Map(K, y, sigma, linearize, mean, var, scale_mean, scale_var)
-
+    diag = np.maximum(np.diag(K), 1e-300)
+    scale_mean, scale_var = np.sqrt(diag), diag
+    n = y.size
     if restart_from is not None:
-        first = evaluate(*restart_from)
-        mean, beta, var = first.mean_target, first.beta_target, first.var_target
+        mean0, var0 = restart_from
     elif start is not None:
-        mean, beta, var = start
+        mean0, _, var0 = start
     else:
-        mean, beta, var = np.zeros_like(y), np.zeros_like(y), np.diag(K).copy()
-    var = np.asarray(var, dtype=float)
-    value = _map_objective(y, _forward_values(forward, mean), mean, beta, noise_variance)
-    if not math.isfinite(value):
-        raise NumericalFailure("the MAP objective (31) is not finite at the starting mean")
-    here = evaluate(mean, var)
-    trace = [IterationRecord(0, value, 0.0, 0, "start")]
-    converged = diverged = False
-    for it in range(1, int(max_iter) + 1):
-        if here.residual <= tol:
-            converged = True
-            break
-        d_mean, d_beta, d_var = here.mean_target - mean, here.beta_target - beta, here.var_target - var
-        alpha, accepted = 1.0, None
-        for cuts in range(int(max_step_cuts) + 1):
-            if cuts:
-                alpha *= 0.5
-            trial_var = np.maximum(var + alpha * d_var, 0.0)
-            try:
-                trial = evaluate(mean + alpha * d_mean, trial_var)
-            except NumericalFailure:
-                continue
-            if trial.residual < here.residual:
-                accepted = (trial, trial_var)
-                break
-        if accepted is None:
-            trace.append(IterationRecord(it, value, alpha, int(max_step_cuts), "diverged"))
-            diverged = True
-            break
-        here, var = accepted
-        mean, beta = mean + alpha * d_mean, beta + alpha * d_beta
-        value = _map_objective(y, _forward_values(forward, mean), mean, beta, noise_variance)
-        trace.append(IterationRecord(it, value, alpha, cuts, "accepted"))
+        mean0, var0 = np.zeros_like(y), diag.copy()
+    best = [_Map(K, y, sigma, linearize, np.asarray(mean0, float), np.asarray(var0, float), scale_mean, scale_var)]
+    evaluations = [1]
+    seen = {}  # x.tobytes() -> its T, so that the trace can show (31) at each iterate's target
+
+    def residual(x):
+        evaluations[0] += 1
+        mean, var = x[:n] * scale_mean, np.maximum(x[n:], 1e-12) * scale_var
+        try:
+            here = _Map(K, y, sigma, linearize, mean, var, scale_mean, scale_var)
+        except NumericalFailure:
+            return np.full(2 * n, np.inf)
+        if here.residual < best[0].residual:
+            best[0] = here
+        seen[x.tobytes()] = here
+        return here.scaled_residual
+
+    trace, last = [], [0]
+
+    def record(x, _):
+        here = seen.get(np.asarray(x, dtype=float).tobytes(), best[0])
+        seen.clear()
+        iteration = len(trace)
+        cuts = max(evaluations[0] - last[0] - 1, 0) if iteration else 0
+        last[0] = evaluations[0]
+        value = _map_objective(y, _forward_values(forward, here.mean_target), here.mean_target,
+                               here.beta_target, noise_variance)
+        trace.append(IterationRecord(iteration, value, 1.0 if iteration else 0.0, cuts,
+                                     "accepted" if iteration else "start"))
+
+    x0 = np.concatenate([best[0].mean / scale_mean, best[0].var / scale_var])
+    seen[x0.tobytes()] = best[0]
+    if best[0].residual > tol:
+        optimize.root(residual, x0, method="df-sane", callback=record,
+                      options={"fatol": tol, "ftol": 0.0, "maxfev": 4 * int(max_iter),
+                               "fnorm": lambda F: float(np.max(np.abs(F), initial=0.0))})
     else:
-        converged = here.residual <= tol
-    return _Posterior(mean, beta, here.s, here.L, here.lin, value, trace, converged, diverged, spread=var,
-                      var=here.var_target)
+        record(x0, None)
+    here = best[0]
+    converged = here.residual <= tol
+    if not converged:
+        trace.append(IterationRecord(len(trace), trace[-1].map_objective, 0.0, 0, "diverged"))
+    value = _map_objective(y, _forward_values(forward, here.mean_target), here.mean_target, here.beta_target,
+                           noise_variance)
+    return _Posterior(here.mean_target, here.beta_target, here.s, here.L, here.lin, value, trace, converged,
+                      not converged, spread=here.var, var=here.var_target)
+
