@@ -61,8 +61,9 @@ def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, 
     (mean, beta, var) with mean = K beta, ``restart_from`` = (mean, var) of a previous posterior,
     the prior (m = 0, v = diag K) otherwise. ``max_iter`` caps DF-SANE's iterations (at most
     4 max_iter evaluations of T); ``max_step_cuts`` is unused (DF-SANE has its own line search).
-    The trace records the MAP objective (31) at each iterate, for display (it need not
-    increase), with ``step_cuts`` = the line-search trials it rejected. The returned posterior is
+    The trace records the MAP objective (31) at each iterate's target, for display (it need not
+    increase; alpha 1 and no step cuts: DF-SANE's own line search is not a halving of the
+    paper's step). The returned posterior is
     T at the iterate with the smallest residual: the exact posterior of the linearisation about
     (m, v), whose mean and marginal variances match (m, v) to ``tol`` when converged; otherwise
     the loop is flagged 'diverged'.
@@ -79,11 +80,9 @@ def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, 
     else:
         mean0, var0 = np.zeros_like(y), diag.copy()
     best = [_Map(K, y, sigma, linearize, np.asarray(mean0, float), np.asarray(var0, float), scale_mean, scale_var)]
-    evaluations = [1]
     seen = {}  # x.tobytes() -> its T, so that the trace can show (31) at each iterate's target
 
     def residual(x):
-        evaluations[0] += 1
         mean, var = x[:n] * scale_mean, np.maximum(x[n:], 1e-12) * scale_var
         try:
             here = _Map(K, y, sigma, linearize, mean, var, scale_mean, scale_var)
@@ -94,17 +93,15 @@ def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, 
         seen[x.tobytes()] = here
         return here.scaled_residual
 
-    trace, last = [], [0]
+    trace = []
 
     def record(x, _):
         here = seen.get(np.asarray(x, dtype=float).tobytes(), best[0])
         seen.clear()
         iteration = len(trace)
-        cuts = max(evaluations[0] - last[0] - 1, 0) if iteration else 0
-        last[0] = evaluations[0]
         value = _map_objective(y, _forward_values(forward, here.mean_target), here.mean_target,
                                here.beta_target, noise_variance)
-        trace.append(IterationRecord(iteration, value, 1.0 if iteration else 0.0, cuts,
+        trace.append(IterationRecord(iteration, value, 1.0 if iteration else 0.0, 0,
                                      "accepted" if iteration else "start"))
 
     x0 = np.concatenate([best[0].mean / scale_mean, best[0].var / scale_var])

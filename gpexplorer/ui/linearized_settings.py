@@ -45,13 +45,13 @@ FIT_BOUNDS = {"variance": (0.01, 1e6), "lengthscale": (0.1, 1e6), "noise_varianc
 
 # which settings invalidate what: the data (and any fits), the inner loops, or one view only
 STRUCTURAL = ("dataset", "n_train", "data_seed", "forward", "expression")
-MODEL = ("methods", "kappa", "kernel", "variance", "lengthscale", "noise_variance", "n_features",
-         "feature_seed", "max_iter")
+MODEL = ("methods", "kappa", "ugp_inner_loop", "kernel", "variance", "lengthscale", "noise_variance",
+         "n_features", "feature_seed", "max_iter")
 PREDICTION = ("y_prediction",)
 CLOSEUP = ("x0",)
 HYPERPARAMETERS = ("variance", "lengthscale", "noise_variance")
 #: the model that learnt hyperparameters belong to: changing one of these discards them
-FIT_CONTEXT = ("kernel", "kappa", "n_features", "feature_seed", "max_iter")
+FIT_CONTEXT = ("kernel", "kappa", "ugp_inner_loop", "n_features", "feature_seed", "max_iter")
 
 
 class LinearizedSettings(param.Parameterized):
@@ -69,6 +69,11 @@ class LinearizedSettings(param.Parameterized):
                                  doc="Methods shown side by side")
     kappa = param.Number(default=0.5, bounds=(-0.9, 10.0), softbounds=(-0.9, 3.0), label="kappa",
                          doc="Unscented spread kappa (eq. 26): sigma points at m +- sqrt((1 + kappa) C)")
+    ugp_inner_loop = param.Selector(
+        default="map-search", objects={"MAP step search (paper)": "map-search", "fixed point": "fixed-point"},
+        label="UGP inner loop",
+        doc="UGP posterior: the paper's Gauss-Newton loop with the step search on the MAP objective (eq. 31), "
+            "or the fixed point of its statistical linearisation (smooth free energy, about 3x the cost)")
     y_prediction = param.Selector(default="quadrature", objects=Y_PREDICTIONS, label="Predicted y by",
                                   doc="How the predicted y is computed from q(f*)")
     kernel = param.Selector(default="matern52", objects=KERNELS, doc="Covariance function")
@@ -100,7 +105,7 @@ def control_groups():
     """Parameter names of each control panel, in display order."""
     return {
         "Data and forward model": ["dataset", "n_train", "data_seed", "forward", "expression"],
-        "Methods": ["methods", "kappa", "y_prediction", "max_iter"],
+        "Methods": ["methods", "kappa", "ugp_inner_loop", "y_prediction", "max_iter"],
         "Kernel and noise": ["kernel", "variance", "lengthscale", "noise_variance"],
         "Kitchen sinks (EKS / UKS)": ["n_features", "feature_seed"],
         "Close-up and learning": ["x0", "max_evals"],
@@ -210,8 +215,10 @@ def build_model(method, data: LabData, forward, s: LinearizedSettings, params=No
     family, linearization = FAMILY[method]
     if family == "gp":
         kernel = kernels.KERNELS[s.kernel](variance=p["variance"], lengthscale=p["lengthscale"])
+        inner_loop = s.ugp_inner_loop if linearization == "unscented" else "map-search"
         return LinearizedGP(data.X, data.y, forward=forward, linearization=linearization, kernel=kernel,
-                            noise_variance=p["noise_variance"], kappa=s.kappa, max_iter=s.max_iter)
+                            noise_variance=p["noise_variance"], kappa=s.kappa, max_iter=s.max_iter,
+                            inner_loop=inner_loop)
     return LinearizedKitchenSinks(data.X, data.y, forward=forward, linearization=linearization,
                                   n_features=n_features(s), kernel=s.kernel, lengthscale=p["lengthscale"],
                                   weight_variance=p["variance"], noise_variance=p["noise_variance"],

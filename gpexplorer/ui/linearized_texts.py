@@ -30,7 +30,8 @@ EXPLAIN = {
         "<b>Gauss-Newton.</b> The MAP objective (eq. 31) after each iteration. Bigger dots and an "
         "alpha label: the step was cut (alpha halved until (31) no longer decreased, section 2.5). A red "
         "x: every cut made (31) worse, the 'diverge' stop, which keeps the last good mean; it happens "
-        "mostly with statistical linearisation (UGP/UKS)."),
+        "mostly with statistical linearisation (UGP/UKS). With UGP inner loop 'fixed point' the UGP line "
+        "shows the iterates of the fixed-point solve instead, where (31) need not rise."),
     "closeup": (
         "<b>Linearisation at x0.</b> g(f) near each method's posterior f(x0) (shaded densities, right "
         "axis). EGP/EKS use the tangent at the mean (eq. 36); UGP/UKS the least-squares line through "

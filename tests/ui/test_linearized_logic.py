@@ -69,6 +69,21 @@ def test_hyperparameter_change_reruns_every_method_and_updates_views(lab):
     assert lab.metrics_readout.object != table
 
 
+def test_ugp_inner_loop_switch_reruns_the_ugp_only(lab):
+    """'fixed point' gives the UGP the fixed-point inner loop (gpexplorer.posterior_linearization);
+    the EGP and the kitchen sinks keep theirs and their curves."""
+    lab.settings.forward = "tanh2"
+    egp, eks, ugp = _latent(lab, "egp"), _latent(lab, "eks"), _latent(lab, "ugp")
+    lab.settings.ugp_inner_loop = "fixed-point"
+    assert lab.results["ugp"].model.inner_loop == "fixed-point"
+    assert lab.results["egp"].model.inner_loop == "map-search"
+    assert lab.results["ugp"].model.converged and not lab.results["ugp"].model.diverged
+    assert len(lab.objective.sources["ugp"].data["iteration"]) == len(lab.results["ugp"].trace)
+    np.testing.assert_array_equal(_latent(lab, "egp"), egp)
+    np.testing.assert_array_equal(_latent(lab, "eks"), eks)
+    assert not np.allclose(_latent(lab, "ugp"), ugp)
+
+
 def test_unselected_methods_are_not_run_and_their_sources_emptied(lab):
     lab.settings.methods = ["ugp"]
     assert list(lab.results) == ["ugp"]
@@ -313,7 +328,7 @@ def test_url_round_trip():
     url = Location()
     url.sync(first, {p: p for p in cfg.url_parameters()})
     first.param.update(forward="custom", expression="f^3 + f", methods=["ugp", "uks"], kappa=1.5, x0=-2.0,
-                       n_features=120, kernel="se")
+                       n_features=120, kernel="se", ugp_inner_loop="fixed-point")
     second = cfg.LinearizedSettings()
     Location(search=url.search).sync(second, {p: p for p in cfg.url_parameters()})
     for name in cfg.url_parameters():
@@ -322,6 +337,7 @@ def test_url_round_trip():
     lab.settings.param.update({p: getattr(second, p) for p in cfg.url_parameters()})
     assert lab.forward.name == "f^3 + f" and set(lab.results) == {"ugp", "uks"}
     assert lab.results["uks"].model.n_features == 120 and "x0 = -2" in lab.closeup.figure.title.text
+    assert lab.results["ugp"].model.inner_loop == "fixed-point"
 
 
 def test_inner_loops_of_all_four_methods_are_snappy(lab):

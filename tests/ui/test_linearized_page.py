@@ -135,6 +135,18 @@ def test_changing_the_forward_model_changes_the_latent_source(lab):
     expect(page.locator("#metrics-table")).to_contain_text("disabled")
 
 
+def test_ugp_inner_loop_control_reruns_only_the_ugp(open_lab):
+    lab = open_lab("?forward=tanh2")  # there the paper's loop stops away from the fixed point
+    page = lab.page
+    egp, ugp = cds_data(page, "latent-egp")["mean"], cds_data(page, "latent-ugp")["mean"]
+    page.get_by_label("UGP inner loop").select_option("fixed point")
+    after = wait_for_change(page, column("latent-ugp", "mean"), ugp, timeout=UPDATE_MS)
+    assert len(after) == GRID
+    expect(page).to_have_url(re.compile(r"[?&]ugp_inner_loop=fixed-point(&|$)"))
+    assert cds_data(page, "latent-egp")["mean"] == egp
+    lab.assert_healthy()
+
+
 def test_invalid_expression_shows_an_error_and_the_page_keeps_working(lab):
     page = lab.page
     page.get_by_label("Forward model g").select_option("custom expression")
