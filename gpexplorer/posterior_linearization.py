@@ -93,14 +93,18 @@ def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, 
         seen[x.tobytes()] = here
         return here.scaled_residual
 
+    def target_objective(point):
+        """(31) at a point's target m_t = K beta_t (beta_t exact, no K^-1 needed)."""
+        mean = point.mean_target
+        return _map_objective(y, _forward_values(forward, mean), mean, point.beta_target, noise_variance)
+
     trace = []
 
     def record(x, _):
         here = seen.get(np.asarray(x, dtype=float).tobytes(), best[0])
         seen.clear()
         iteration = len(trace)
-        value = _map_objective(y, _forward_values(forward, here.mean_target), here.mean_target,
-                               here.beta_target, noise_variance)
+        value = target_objective(here)
         trace.append(IterationRecord(iteration, value, 1.0 if iteration else 0.0, 0,
                                      "accepted" if iteration else "start"))
 
@@ -116,8 +120,7 @@ def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, 
     converged = here.residual <= tol
     if not converged:
         trace.append(IterationRecord(len(trace), trace[-1].map_objective, 0.0, 0, "diverged"))
-    value = _map_objective(y, _forward_values(forward, here.mean_target), here.mean_target, here.beta_target,
-                           noise_variance)
+    value = target_objective(here)
     return _Posterior(here.mean_target, here.beta_target, here.s, here.L, here.lin, value, trace, converged,
                       not converged, spread=here.var, var=here.var_target)
 
