@@ -177,7 +177,7 @@ _FAST_RATE = 0.5
 
 
 def gauss_newton(K, y, noise_variance, forward, linearize, start=None, *, restart_from=None,
-                 max_iter=100, tol=1e-6, max_step_cuts=10):
+                 max_iter=100, tol=1e-6, max_step_cuts=24, shrink=0.75):
     """Inner loop of the EGP/UGP (EGP paper eq. 34-37 with the step search of section 2.5).
 
     ``linearize(mean, var)`` returns the Linearization of g about N(mean_n, var_n) (``var`` is
@@ -190,12 +190,15 @@ def gauss_newton(K, y, noise_variance, forward, linearize, start=None, *, restar
 
     Iteration k linearises about m_k (and, for the UGP, the marginals of the posterior of the
     previous linearisation), takes the target H_k (y - b_k) (eq. 34) and searches the step
-    length on the MAP objective (31) with :func:`step_length_search`. The loop stops
-    ("converged") when an accepted step improves (31) by at most tol * (1 + |(31)|), or when the
-    last two improvements shrink fast (ratio r < 1/2) and the geometric remainder r/(1 - r) times
-    the last one is below that; when the search stalls within that tolerance (converged) or
-    diverges (the paper's 'diverge' condition: the last good mean is kept); or after
-    ``max_iter`` iterations.
+    length on the MAP objective (31) with :func:`step_length_search` (alpha from 1, multiplied by
+    ``shrink`` up to ``max_step_cuts`` times: 0.75 and 24 as in the original linearizedGP code).
+    The loop stops ("converged") when an accepted step improves (31) by at most
+    tol * (1 + |(31)|), or (Taylor only) when the last two improvements shrink fast (ratio
+    r < 1/2) and the geometric remainder r/(1 - r) times the last one is below that: the UGP's
+    covariance, hence its linearisation, keeps moving after (31) settles; when the search stalls
+    within that tolerance (converged) or diverges (the paper's 'diverge' condition: the last good
+    mean is kept with the posterior of the linearisation that produced it, as the original code
+    does); or after ``max_iter`` iterations.
     """
     sigma = math.sqrt(noise_variance)
     need_var = linearize.uses_variance
@@ -239,17 +242,20 @@ def gauss_newton(K, y, noise_variance, forward, linearize, start=None, *, restar
             return (v if math.isfinite(v) else -math.inf), (m_new, b_new)
 
         tolerance = tol * (1.0 + abs(value))
-        step = step_length_search(evaluate, value, max_cuts=max_step_cuts, tolerance=tolerance)
+        step = step_length_search(evaluate, value, shrink=shrink, max_cuts=max_step_cuts, tolerance=tolerance)
         trace.append(IterationRecord(it, step.value, step.alpha, step.cuts, step.status))
+        if step.status == "diverged" and kept is not None:
+            diverged = True  # 'return the last good value': the mean and the posterior that came with it
+            break
         kept = (s, L, lin, beta_target)
-        if not step.accepted:  # kept: linearised about the kept mean itself
+        if not step.accepted:  # stalled, or diverged at the start: linearised about the kept mean itself
             converged, diverged = step.status == "stalled", step.status == "diverged"
             break
         gain = step.value - value
         mean, beta = step.point
         value = step.value
         rate = gain / previous_gain if previous_gain > 0.0 else math.inf
-        if gain <= tolerance or (rate < _FAST_RATE and gain * rate / (1.0 - rate) <= tolerance):
+        if gain <= tolerance or (not need_var and rate < _FAST_RATE and gain * rate / (1.0 - rate) <= tolerance):
             converged = True
             break
         previous_gain = gain

@@ -22,7 +22,8 @@ this model, the log posterior of W up to constants)
     -1/2 sum_n (y_n - g(mu_n))^T Sigma^-1 (y_n - g(mu_n)) - 1/2 sum_q |m_q|^2 / omega_q^2
 
 does not decrease; after ``max_cuts`` halvings the loop stops with the paper's 'diverge'
-condition and keeps the last good mean (EGP paper section 2.5, via
+condition and keeps the last good mean with the posterior of the linearisation that produced it
+(EGP paper section 2.5, via
 :func:`gpexplorer.linearized.step_length_search`). The objective does not depend on C_q, so the
 trace is monotone for both linearisations; as the paper notes, a statistically linearised step
 need not ascend it, which is when 'diverge' happens (mostly for UKS). For UKS the covariances,
@@ -253,7 +254,7 @@ class LinearizedKitchenSinks:
             raise ValueError(f"the forward model {self.forward.name!r} gives non-finite values at the starting "
                              "posterior mean; check prior_mean / the forward model's offsets and the data scale")
         trace = [IterationRecord(0, value, 0.0, 0, "start")]
-        stop, final = "max_iter", None
+        stop, final, came_with_M = "max_iter", None, None
         for iteration in range(1, self.max_iter + 1):
             variances = None
             if unscented:  # E_n (eq. 25) from the latest C_q; the prior's at a cold start
@@ -272,10 +273,14 @@ class LinearizedKitchenSinks:
 
             search = step_length_search(evaluate, value, max_cuts=self.max_cuts, tolerance=tolerance)
             trace.append(IterationRecord(iteration, search.value, search.alpha, search.cuts, search.status))
-            if not search.accepted:  # stalled at rounding level, or the paper's 'diverge': keep M
+            if search.status == "diverged" and came_with_M is not None:
+                stop, final = "diverged", came_with_M  # the last good mean and the posterior it came with
+                break
+            if not search.accepted:  # stalled at rounding level, or 'diverge' at the start: keep M
                 stop, final = ("converged" if search.status == "stalled" else "diverged"), (lin, precisions)
                 break
             gain, M, value = search.value - value, search.point, search.value
+            came_with_M = (lin, precisions)
             if gain <= tolerance:
                 stop = "converged"
                 break

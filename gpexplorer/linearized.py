@@ -60,6 +60,8 @@ FIT_METHODS = ("fisher", "cobyla", "nelder-mead", "powell")
 #: statistical linearisation (:mod:`gpexplorer.posterior_linearization`, UGP only)
 INNER_LOOPS = ("map-search", "fixed-point")
 _LOG_2PI = math.log(2.0 * math.pi)
+#: numpy's hermegauss returns NaN nodes from about 400 points on
+MAX_QUADRATURE_POINTS = 300
 #: default box for every positive parameter during :meth:`LinearizedGP.fit` (natural scale)
 DEFAULT_BOUNDS = (1e-6, 1e6)
 
@@ -96,8 +98,10 @@ class LinearizedGP(KernelAndNoise):
     input and one output (multi-output models belong to
     ``gpexplorer.kitchen_sinks.LinearizedKitchenSinks``). ``linearization`` is "taylor" (alias
     "egp") or "unscented" (alias "ugp"); ``kappa`` is the unscented spread parameter (eq. 21-26:
-    sigma points m_n +- sqrt((1 + kappa) C_nn); 0.5 gives equal weights). ``max_iter``, ``tol``
-    and ``max_step_cuts`` control the inner loop. ``inner_loop``: "map-search" (default) is the
+    sigma points m_n +- sqrt((1 + kappa) C_nn); 0.5 gives equal weights). ``max_iter``, ``tol``,
+    ``max_step_cuts`` and ``step_shrink`` control the inner loop (the step length starts at 1 and
+    is multiplied by ``step_shrink`` up to ``max_step_cuts`` times; 0.75 and 24 are the original
+    linearizedGP code's values). ``inner_loop``: "map-search" (default) is the
     paper's Gauss-Newton loop with the step search on the MAP objective (31)
     (:func:`gauss_newton`, the EGP's only loop); "fixed-point" (UGP only) solves for the fixed
     point of the statistical linearisation
@@ -114,8 +118,8 @@ class LinearizedGP(KernelAndNoise):
     """
 
     def __init__(self, X, y, forward="identity", linearization="taylor", kernel=None,
-                 noise_variance=1.0, kappa=0.5, max_iter=100, tol=1e-6, max_step_cuts=10,
-                 jitter=0.0, inner_loop="map-search"):
+                 noise_variance=1.0, kappa=0.5, max_iter=100, tol=1e-6, max_step_cuts=24,
+                 step_shrink=0.75, jitter=0.0, inner_loop="map-search"):
         from gpexplorer.forward_models import get_forward_model, not_differentiable_message
         from gpexplorer.linearization import sigma_point_weights
 
@@ -146,6 +150,9 @@ class LinearizedGP(KernelAndNoise):
         self.kappa = float(kappa)
         self.max_iter = _check_int("max_iter", max_iter, 1)
         self.max_step_cuts = _check_int("max_step_cuts", max_step_cuts, 0)
+        self.step_shrink = _check_positive("step_shrink", step_shrink)
+        if not self.step_shrink < 1.0:
+            raise ValueError(f"step_shrink must lie in (0, 1); got {step_shrink!r}")
         self.tol = _check_positive("tol", tol)
         if inner_loop not in INNER_LOOPS:
             raise ValueError(f"inner_loop must be one of {INNER_LOOPS}; got {inner_loop!r}")
@@ -190,7 +197,7 @@ class LinearizedGP(KernelAndNoise):
         with np.errstate(over="ignore", invalid="ignore"):
             return loop(self._kernel_matrix(), self.y, self.noise_variance, self.forward, self._linearize, start,
                         restart_from=restart_from, max_iter=self.max_iter, tol=self.tol,
-                        max_step_cuts=self.max_step_cuts)
+                        max_step_cuts=self.max_step_cuts, shrink=self.step_shrink)
 
     def _warm_start(self, previous):
         """(mean, beta, var) that start the inner loop at a previous posterior's mean.
@@ -321,12 +328,18 @@ class LinearizedGP(KernelAndNoise):
         """Mean and variance of a noisy observation y* = g(f*) + eps, each (S,).
 
         "quadrature": E[g(f*)] (eq. 39) and Var[g(f*)] under f* ~ N(m*, C*) by Gauss-Hermite
-        quadrature with ``n_points`` nodes; "unscented": the unscented transform of eq. 40 with
-        this model's kappa. The variance includes the noise variance sigma^2.
+        quadrature with ``n_points`` nodes (at most 300). A g with a jump (sign_cubic) limits its
+        accuracy: a jump near the bulk of N(m*, C*) costs about jump x node weight there, and more
+        nodes barely help (tests/test_linearized_gp.py measures it). "unscented": the unscented
+        transform of eq. 40 with this model's kappa. The variance includes the noise variance
+        sigma^2.
         """
         mean_f, var_f = self.predict_f(Xnew)
         if method == "quadrature":
             n_points = _check_int("n_points", n_points, 1)
+            if n_points > MAX_QUADRATURE_POINTS:
+                raise ValueError(f"n_points must be at most {MAX_QUADRATURE_POINTS} (numpy's Gauss-Hermite nodes are "
+                                 f"not finite beyond that); got {n_points}")
             nodes, weights = np.polynomial.hermite_e.hermegauss(n_points)
             weights = weights / weights.sum()
             F = mean_f[:, None] + np.sqrt(var_f)[:, None] * nodes
@@ -419,3 +432,4 @@ class LinearizedGP(KernelAndNoise):
                                     n_iter=len(trace) if iterations is None else iterations,
                                     n_eval=len(trace), trace=trace, elapsed=time.perf_counter() - t0)
         return self.fit_result
+

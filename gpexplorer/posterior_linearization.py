@@ -54,13 +54,14 @@ class _Map:
 
 
 def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, *, restart_from=None,
-                          max_iter=100, tol=1e-6, max_step_cuts=10):
+                          max_iter=100, tol=1e-6, max_step_cuts=24, shrink=0.75):
     """UGP inner loop: the fixed point of eq. 34/35/37 by DF-SANE (see the module doc).
 
     Same arguments and result as :func:`gpexplorer.gauss_newton.gauss_newton`: ``start`` =
     (mean, beta, var) with mean = K beta, ``restart_from`` = (mean, var) of a previous posterior,
     the prior (m = 0, v = diag K) otherwise. ``max_iter`` caps DF-SANE's iterations (at most
-    4 max_iter evaluations of T); ``max_step_cuts`` is unused (DF-SANE has its own line search).
+    4 max_iter evaluations of T); ``max_step_cuts`` and ``shrink`` are unused (DF-SANE has its own
+    line search).
     The trace records the MAP objective (31) at each iterate's target, for display (it need not
     increase; alpha 1 and no step cuts: DF-SANE's own line search is not a halving of the
     paper's step). The returned posterior is
@@ -68,7 +69,7 @@ def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, 
     (m, v), whose mean and marginal variances match (m, v) to ``tol`` when converged; otherwise
     the loop is flagged 'diverged'.
     """
-    del max_step_cuts
+    del max_step_cuts, shrink
     sigma = math.sqrt(noise_variance)
     diag = np.maximum(np.diag(K), 1e-300)
     scale_mean, scale_var = np.sqrt(diag), diag

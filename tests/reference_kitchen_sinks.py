@@ -9,7 +9,8 @@ M = 0, C_q = omega_q^2 I; repeat: linearise each point (eq. 21-23 or 24-34, E_n 
 C_q), Hessian eq. 18, gradient eq. 17 with the full linearised residual, C_q = inverse Hessian
 (eq. 19); stop when half the Newton decrement is below tol (1 + |MAP|); else Newton step eq. 16
 with alpha halved until the MAP objective (EGP eq. 31) does not decrease ('stalled' within the
-tolerance, 'diverged' after max_cuts halvings: keep the mean).
+tolerance, 'diverged' after max_cuts halvings: keep the mean, and after an accepted step the
+linearisation and C_q that came with it).
 The "coupled" step solves the full all-task Gauss-Newton system (a dense [Q D, Q D] matrix
 here); "per_task" uses the block-diagonal Hessian of eq. 18 as printed.
 """
@@ -134,6 +135,7 @@ def fit(X, Y, forward, frequencies, weight_variance, noise_variance, prior_mean=
     value = objective_at(M)
     objectives, statuses = [value], ["start"]
     lins = None
+    came_with_M = None  # (lins, C) of the linearisation whose step produced M
     for _ in range(max_iter):
         lins = linearize(forward, method, M, Phi, prior_mean, C, kappa)
         precisions, gradients = newton_terms(Y, Phi, lins, M, prior_mean, noise_variance, weight_variance)
@@ -162,8 +164,11 @@ def fit(X, Y, forward, frequencies, weight_variance, noise_variance, prior_mean=
         statuses.append(status)
         if status != "accepted":
             objectives.append(value)
+            if status == "diverged" and came_with_M is not None:
+                lins, C = came_with_M
             break
         M, value = candidate, new_value
+        came_with_M = (lins, C)
         objectives.append(value)
     else:
         lins = linearize(forward, method, M, Phi, prior_mean, C, kappa)

@@ -7,12 +7,14 @@ through ``gpexplorer.linearization``. ``gpexplorer.linearized`` is tested agains
 The iteration is the same as the fast code's (see ``inner_loop``): iteration k linearises g
 about the current mean m_k (and, for the UGP, the marginals N(m_k, C_nn) of the posterior of the
 previous linearisation; the prior K before the first), forms the Gauss-Newton target
-H_k (y - b_k) (eq. 34) and halves alpha from 1 until the MAP objective (31) is no worse; after
-``max_cuts`` halvings it stops ('diverged') with the last good mean. A step that is worse by at
-most tol (1 + |obj|) ends the loop as converged ('stalled'), and so does an accepted step that
-improves the objective by at most that much, or whose gain shrank by a ratio r < 1/2 from the
-previous one with gain r / (1 - r) below it. The returned posterior pairs the final mean with
-the linearisation of the last iteration: C = (I - H A) K (eq. 35).
+H_k (y - b_k) (eq. 34) and multiplies alpha by ``shrink`` (0.75, as the original linearizedGP
+code) from 1 until the MAP objective (31) is no worse; after ``max_cuts`` cuts it stops
+('diverged') with the last good mean *and the posterior that came with it* (the linearisation of
+the iteration before; the start's own when the first iteration diverges). A step that is worse
+by at most tol (1 + |obj|) ends the loop as converged ('stalled'), and so does an accepted step
+that improves the objective by at most that much, or (Taylor only) whose gain shrank by a ratio
+r < 1/2 from the previous one with gain r / (1 - r) below it. Otherwise the returned posterior
+pairs the final mean with the linearisation of the last iteration: C = (I - H A) K (eq. 35).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def map_objective(forward, y, m, K, noise_variance):
 
 
 def inner_loop(K, y, noise_variance, forward, method="taylor", kappa=0.5, max_iter=100, tol=1e-6,
-               max_cuts=10):
+               max_cuts=24, shrink=0.75):
     """Gauss-Newton on m (eq. 34) with C (eq. 35); returns a dict with m, C, a, b, trace."""
     N = len(y)
     Lam = noise_variance * np.eye(N)
@@ -67,6 +69,7 @@ def inner_loop(K, y, noise_variance, forward, method="taylor", kappa=0.5, max_it
     trace = [(0, obj, 0.0, 0, "start")]
     status = "max_iter"
     previous = 0.0  # the last accepted gain (none yet)
+    kept = None     # (C, a, b) of the linearisation that produced the current mean
     for k in range(1, max_iter + 1):
         if method == "taylor":
             a, b = taylor_coefficients(forward, m)
@@ -89,9 +92,15 @@ def inner_loop(K, y, noise_variance, forward, method="taylor", kappa=0.5, max_it
             if cuts == max_cuts:
                 step = "diverged"
                 break
-            alpha *= 0.5
+            alpha *= shrink
             cuts += 1
+        if step == "diverged" and kept is not None:
+            C, a, b = kept
+            trace.append((k, obj, alpha, cuts, step))
+            status = step
+            break
         C = (np.eye(N) - H @ A) @ K                                   # eq. 35
+        kept = (C, a, b)
         if step != "accepted":
             trace.append((k, obj, alpha, cuts, step))
             status = step
@@ -99,10 +108,11 @@ def inner_loop(K, y, noise_variance, forward, method="taylor", kappa=0.5, max_it
         improvement = obj_new - obj
         m, obj = m_new, obj_new
         trace.append((k, obj, alpha, cuts, step))
-        # converged: a small gain, or a fast geometric decay (ratio r < 1/2) whose remainder
-        # gain * r / (1 - r) is small
+        # converged: a small gain, or (Taylor) a fast geometric decay (ratio r < 1/2) whose
+        # remainder gain * r / (1 - r) is small; the UGP's C keeps moving after m settles
         ratio = improvement / previous if previous > 0 else np.inf
-        if improvement <= tolerance or (ratio < 0.5 and improvement * ratio / (1 - ratio) <= tolerance):
+        fast = method == "taylor" and ratio < 0.5 and improvement * ratio / (1 - ratio) <= tolerance
+        if improvement <= tolerance or fast:
             status = "converged"
             break
         previous = improvement

@@ -251,7 +251,7 @@ def test_eks_is_the_egp_with_the_feature_kernel(linearization):
     m = LinearizedKitchenSinks(X, y, forward="sin", linearization=linearization, n_features=30, kernel="matern52",
                                lengthscale=1.5, weight_variance=1.3, noise_variance=0.01, tol=1e-12).fit_posterior()
     gp = LinearizedGP(X, y, forward="sin", linearization=linearization, kernel=_FeatureKernel(m.features, 1.3),
-                      noise_variance=0.01, tol=1e-12)
+                      noise_variance=0.01, tol=1e-12, step_shrink=0.5, max_step_cuts=m.max_cuts)
     gp.fit_posterior()
     Xs = np.linspace(-5, 5, 31)[:, None]
     (mf, vf), (gf, gv) = m.predict_f(Xs), gp.predict_f(Xs)

