@@ -117,6 +117,32 @@ def test_matches_reference_implementation(forward, linearization, max_iter, tol)
     np.testing.assert_allclose(vy, vy_ref, rtol=1e-6, atol=1e-8)
 
 
+def test_diverged_ugp_keeps_the_posterior_of_its_last_good_mean():
+    """tanh2, fold 1, at the hyperparameters the original linearizedGP learnt there: the UGP stops on
+    'diverge' after 8 accepted steps. Mean and C are those of the 8th step's linearisation (EGP paper
+    sec. 2.5, 'return the last good value'; the original code keeps them the same way), not a
+    re-linearisation about the kept mean, which gives other variances (checked below)."""
+    data = toy_inversion_data("tanh2", seed=0)
+    train = cv_folds()[1][0]
+    X, y = data.x[train], data.y[train]
+    kernel = kernels.Matern52(variance=0.929, lengthscale=0.64)
+    m = LinearizedGP(X, y, forward="tanh2", linearization="unscented", kernel=kernel.copy(), noise_variance=0.044)
+    m.fit_posterior()
+    assert m.diverged and m.trace[-1].status == "diverged"
+    K = kernel.K(X)
+    r = ref.inner_loop(K, y, 0.044, get_forward_model("tanh2"), method="unscented")
+    assert r["status"] == "diverged"
+    assert [t.status for t in m.trace] == [s for *_, s in r["trace"]]
+    np.testing.assert_allclose(m.posterior_mean, r["m"], rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(m.posterior_cov, r["C"], rtol=1e-6, atol=1e-8)
+    assert m.free_energy() == pytest.approx(ref.free_energy(y, r["m"], r["C"], K, r["a"], r["b"], 0.044), rel=1e-7)
+    # the alternative (linearise about the kept mean with the kept C's marginals) differs visibly
+    a, b = ref.unscented_coefficients(get_forward_model("tanh2"), r["m"], np.diag(r["C"]).copy(), 0.5)
+    A = np.diag(a)
+    C_alt = (np.eye(len(y)) - K @ A @ np.linalg.inv(0.044 * np.eye(len(y)) + A @ K @ A) @ A) @ K
+    assert np.max(np.abs(np.diag(C_alt) - np.diag(r["C"]))) > 1e-2
+
+
 @pytest.mark.parametrize("forward", ["sin", "exp", "tanh2"])
 def test_gauss_hermite_predict_y_matches_adaptive_quadrature(forward):
     X, _, y, kernel = small_problem(forward, seed=3)
