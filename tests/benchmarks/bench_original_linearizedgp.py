@@ -121,6 +121,21 @@ def scores(f_test, y_test, mean_f, var_f, mean_y):
             "smse_f": metrics.smse(f_test, mean_f), "smse_y": metrics.smse(y_test, mean_y)}
 
 
+def run_driver(python, driver, timeout, **inputs):
+    """Run ``driver`` (python -c driver in.npz out.npz) in the original package's interpreter, one
+    BLAS thread, with ``inputs`` saved to in.npz; returns out.npz as a dict."""
+    env = dict(os.environ, **{name: "1" for name in THREAD_VARS})
+    env.pop("PYTHONPATH", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        inp, out = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
+        np.savez(inp, **inputs)
+        proc = subprocess.run([python, "-c", driver, str(inp), str(out)], env=env, capture_output=True,
+                              text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the original linearizedGP driver failed ({python}):\n{proc.stderr[-3000:]}")
+        return dict(np.load(out))
+
+
 def run_original(python, forward, methods, n_folds, seed=0, runs=1, timeout=3600):
     """Run DRIVER in the original package's interpreter; per (method, fold) seconds and scores.
 
@@ -130,17 +145,9 @@ def run_original(python, forward, methods, n_folds, seed=0, runs=1, timeout=3600
     """
     data = lx.toy_inversion_data(forward, seed=seed)
     folds = lx.cv_folds(seed=seed)[:n_folds]
-    env = dict(os.environ, **{name: "1" for name in THREAD_VARS})
-    env.pop("PYTHONPATH", None)
-    with tempfile.TemporaryDirectory() as tmp:
-        inp, out = Path(tmp) / "folds.npz", Path(tmp) / "results.npz"
-        np.savez(inp, x=data.x[:, 0], y=data.y, forward=forward, seed=seed, methods=np.array(methods), runs=runs,
-                 train=np.array([tr for tr, _ in folds]), test=np.array([te for _, te in folds]))
-        proc = subprocess.run([python, "-c", DRIVER, str(inp), str(out)], env=env, capture_output=True,
-                              text=True, timeout=timeout)
-        if proc.returncode != 0:
-            raise RuntimeError(f"the original linearizedGP driver failed ({python}):\n{proc.stderr[-3000:]}")
-        res = dict(np.load(out))
+    res = run_driver(python, DRIVER, timeout, x=data.x[:, 0], y=data.y, forward=forward, seed=seed,
+                     methods=np.array(methods), runs=runs, train=np.array([tr for tr, _ in folds]),
+                     test=np.array([te for _, te in folds]))
     results = {}
     for method in methods:
         for k, (_, test) in enumerate(folds):

@@ -14,9 +14,10 @@ test points, with "d" where the inner loop stopped on the paper's 'diverge' cond
 What it shows on tanh2 (the one forward model where gpexplorer's learnt NLPD is worse than the
 original linearizedGP's, see bench_original_linearizedgp.py): the EGP's F is smooth and its
 maximum lies at a smaller kernel variance than the NLPD's minimum, so a search that gets closer
-to the maximum predicts worse; the UGP's F jumps by several nats (up to ~150) between neighbouring
-grid points wherever the statistical-linearisation iterations stop on 'diverge', so any search
-on it, ours or BOBYQA's, lands where those jumps let it. ``--ugp-inner-loop fixed-point``
+to the maximum predicts worse; the UGP's F jumps by several nats (up to ~50 on fold 3) between
+neighbouring grid points wherever the statistical-linearisation iterations stop on 'diverge' (6
+and 7 of the 14 points on folds 0 and 3), so any search on it, ours or BOBYQA's, lands where
+those jumps let it. ``--ugp-inner-loop fixed-point``
 iterates the UGP to its fixed point instead (:mod:`gpexplorer.posterior_linearization`).
 """
 
