@@ -306,21 +306,24 @@ def learn_hyperparameters(job, methods, data, forward, s, start):
         report(0)
         t0 = time.perf_counter()
         model = cfg.build_model(method, data, forward, s, start)
-        count = _fit(model, method, s.max_evals, report)
+        count, search = _fit(model, method, s.max_evals, report, s.gp_search)
         out[method] = {**cfg.model_parameters(model), "free_energy": float(model.free_energy()),
-                       "evaluations": count, "seconds": time.perf_counter() - t0, "model": model}
+                       "evaluations": count, "seconds": time.perf_counter() - t0, "search": search,
+                       "model": model}
     return out
 
 
-def _fit(model, method, max_evals, report):
+def _fit(model, method, max_evals, report, gp_search="fisher"):
+    """Learn ``model``'s hyperparameters; returns (free-energy evaluations, name of the search used)."""
     calls = [0]
 
     def counted(*_):
         calls[0] += 1
         report(calls[0])
 
+    search = cfg.search_label(method, gp_search)
     if cfg.FAMILY[method][0] == "gp":
-        model.fit(bounds=cfg.FIT_BOUNDS, max_evals=max_evals, callback=counted)
+        model.fit(bounds=cfg.FIT_BOUNDS, max_evals=max_evals, method=gp_search, callback=counted)
     elif "callback" in inspect.signature(model.fit).parameters:
         model.fit(max_evaluations=max_evals, callback=counted)
     else:
@@ -335,4 +338,4 @@ def _fit(model, method, max_evals, report):
             model.fit(max_evaluations=max_evals)
         finally:
             del model.free_energy
-    return calls[0]
+    return calls[0], search

@@ -90,6 +90,12 @@ class LinearizedSettings(param.Parameterized):
                       doc="Input of the linearisation close-up")
     max_evals = param.Integer(default=150, bounds=(5, 2000), softbounds=(5, 500), label="Max evaluations",
                               doc="Free-energy evaluations per method when learning hyperparameters")
+    gp_search = param.Selector(
+        default="fisher", objects={"Fisher scoring (gradient)": "fisher", "COBYLA (derivative-free)": "cobyla"},
+        label="EGP/UGP search",
+        doc="How Learn maximises the EGP/UGP free energy (eq. 41): Fisher scoring with its gradient (fast, "
+            "gets closest to the maximum) or scipy's COBYLA (derivative-free like the paper's BOBYQA, stops "
+            "earlier); EKS/UKS always use their own derivative-free search")
 
     @param.depends("forward", watch=True, on_init=True)
     def _show_expression(self):
@@ -108,8 +114,15 @@ def control_groups():
         "Methods": ["methods", "kappa", "ugp_inner_loop", "y_prediction", "max_iter"],
         "Kernel and noise": ["kernel", "variance", "lengthscale", "noise_variance"],
         "Kitchen sinks (EKS / UKS)": ["n_features", "feature_seed"],
-        "Close-up and learning": ["x0", "max_evals"],
+        "Close-up and learning": ["x0", "max_evals", "gp_search"],
     }
+
+
+def search_label(method, gp_search):
+    """Name of the hyperparameter search Learn uses for ``method`` (EKS/UKS: their own COBYQA)."""
+    if FAMILY[method][0] != "gp":
+        return "COBYQA"
+    return {"fisher": "Fisher scoring", "cobyla": "COBYLA"}[gp_search]
 
 
 def url_parameters():

@@ -43,9 +43,11 @@ EXPLAIN = {
         "SMSE of f*, SMSE of y*. Free energy: eq. 41 (EKS eq. 20), the objective of <i>Learn "
         "hyperparameters</i>; it is approximate, not a bound."),
     "hyper": (
-        "<b>Hyperparameters</b> each method uses. After learning (derivative-free maximisation of the "
-        "free energy, section 3.2) every method is shown at its own optimum; move any kernel or noise "
-        "slider to return to the shared values."),
+        "<b>Hyperparameters</b> each method uses. After learning (maximisation of the free energy, "
+        "section 3.2: EGP/UGP by the 'EGP/UGP search' chosen under Close-up and learning, EKS/UKS "
+        "derivative-free) every method is shown at the values its search stopped at; move any kernel or "
+        "noise slider to return to the shared values. The free energy is approximate: on tanh2 COBYLA "
+        "stops at a lower F than Fisher scoring and predicts better."),
 }
 
 _NUM = "{:.4g}"
@@ -98,7 +100,8 @@ def hyper_html(results, fitted=None, mode="manual"):
         p = learnt if (learnt and mode == "fitted") else (r.params if r else learnt)
         source = "learnt" if learnt and mode == "fitted" else "sliders"
         if learnt and mode == "fitted":
-            source += f" ({learnt.get('evaluations', 0)} evaluations, {learnt.get('seconds', 0.0):.1f} s)"
+            search = f" by {learnt['search']}" if learnt.get("search") else ""
+            source += f"{search} ({learnt.get('evaluations', 0)} evaluations, {learnt.get('seconds', 0.0):.1f} s)"
         rows.append(f'<tr data-method="{m}"><th>{LABELS[m]}</th><td>{_num(p["variance"])}</td>'
                     f'<td>{_num(p["lengthscale"])}</td><td>{_num(p["noise_variance"])}</td>'
                     f'<td class="note">{source}</td></tr>')

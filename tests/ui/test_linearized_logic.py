@@ -254,7 +254,8 @@ def test_learning_runs_in_the_background_and_updates_the_tables(lab):
     assert lab.learn_button.disabled and not lab.cancel_button.disabled
     assert _finish(lab) == "done"
     assert lab.mode == "fitted" and set(lab.fitted) == {"egp", "uks"}
-    assert 'data-mode="fitted"' in lab.hyper_readout.object and "learnt (" in lab.hyper_readout.object
+    assert 'data-mode="fitted"' in lab.hyper_readout.object and "learnt by Fisher scoring (" in lab.hyper_readout.object
+    assert "learnt by COBYQA (" in lab.hyper_readout.object  # the kitchen sinks' own search
     for m, learnt in lab.fitted.items():
         assert lab.results[m].params == {k: learnt[k] for k in cfg.HYPERPARAMETERS}
         assert 1 <= learnt["evaluations"] <= 12 + 2
@@ -269,6 +270,27 @@ def test_learning_runs_in_the_background_and_updates_the_tables(lab):
     assert lab.mode == "fitted" and lab.results["uks"].params["noise_variance"] == lab.fitted["uks"]["noise_variance"]
     state = json.loads(lab._state_json().read())
     assert set(state["learnt"]) == {"egp", "uks"} and state["settings"]["noise_variance"] == 0.5
+
+
+def test_gp_search_choice_is_what_learning_uses(lab):
+    """'EGP/UGP search' picks LinearizedGP.fit's method; it does not touch the shown models."""
+    lab.settings.param.update(max_evals=40, methods=["egp"], forward="tanh2")
+    before = _latent(lab, "egp")
+    lab.settings.gp_search = "cobyla"
+    np.testing.assert_array_equal(_latent(lab, "egp"), before)  # only learning reads it
+    runs = {}
+    for search in ("cobyla", "fisher"):
+        lab.settings.gp_search = search
+        lab.start_learning()
+        assert _finish(lab) == "done"
+        model = lab.fitted["egp"]["model"]
+        runs[search] = (model.fit_result.n_eval, model.fit_result.message, lab.fitted["egp"]["free_energy"])
+        assert f"learnt by {cfg.search_label('egp', search)} (" in lab.hyper_readout.object
+    # Fisher scoring reports its iterations and needs fewer evaluations than COBYLA on this problem;
+    # each search's message is its own
+    assert runs["fisher"][0] < runs["cobyla"][0]
+    assert runs["fisher"][1] != runs["cobyla"][1]
+    assert runs["fisher"][2] >= runs["cobyla"][2] - 1e-6  # the gradient search gets at least as high
 
 
 def test_learnt_values_belong_to_the_model_they_were_learnt_for(lab):
@@ -328,7 +350,7 @@ def test_url_round_trip():
     url = Location()
     url.sync(first, {p: p for p in cfg.url_parameters()})
     first.param.update(forward="custom", expression="f^3 + f", methods=["ugp", "uks"], kappa=1.5, x0=-2.0,
-                       n_features=120, kernel="se", ugp_inner_loop="fixed-point")
+                       n_features=120, kernel="se", ugp_inner_loop="fixed-point", gp_search="cobyla")
     second = cfg.LinearizedSettings()
     Location(search=url.search).sync(second, {p: p for p in cfg.url_parameters()})
     for name in cfg.url_parameters():

@@ -189,9 +189,20 @@ def test_learning_finishes_and_updates_the_tables(open_lab):
     expect(page.locator("#hyper-table")).to_contain_text("Not learnt yet")
     learn(page)
     expect(page.locator("#hyper-table")).to_have_attribute("data-mode", "fitted")
-    expect(page.locator("#hyper-table")).to_contain_text("learnt (")
+    expect(page.locator("#hyper-table tr[data-method='egp']")).to_contain_text("learnt by Fisher scoring (")
+    expect(page.locator("#hyper-table tr[data-method='uks']")).to_contain_text("learnt by COBYQA (")
     expect(page.locator("#metrics-table")).not_to_have_text(metrics)
     expect(page.get_by_role("button", name="Learn hyperparameters")).to_be_enabled()
+
+
+def test_gp_search_control_is_in_the_url_and_used_by_learning(open_lab):
+    page = open_lab("?max_evals=8&forward=tanh2").page
+    page.get_by_label("EGP/UGP search").select_option("COBYLA (derivative-free)")
+    expect(page).to_have_url(re.compile(r"[?&]gp_search=cobyla(&|$)"))
+    learn(page)
+    for method in ("egp", "ugp"):
+        expect(page.locator(f"#hyper-table tr[data-method='{method}']")).to_contain_text("learnt by COBYLA (")
+    expect(page.locator("#hyper-table tr[data-method='eks']")).to_contain_text("learnt by COBYQA (")
 
 
 def test_the_D_slider_changes_the_eks_source_and_sliders_respond_quickly(lab):
