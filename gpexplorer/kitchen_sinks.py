@@ -71,9 +71,10 @@ from gpexplorer import linearization
 from gpexplorer.forward_models import get_forward_model
 from gpexplorer.gauss_newton import IterationRecord, step_length_search
 from gpexplorer.kitchen_sinks_algebra import blas_threads, coupled_latent_variances, newton_system
-from gpexplorer.kitchen_sinks_checks import (new_inputs, newton_options, positive_parameter, prior_means,
+from gpexplorer.kitchen_sinks_checks import (newton_options, positive_parameter, prior_means,
                                            training_data)
 from gpexplorer.kitchen_sinks_learning import HyperparameterFit, fit_hyperparameters
+from gpexplorer.models import prediction_inputs
 from gpexplorer.random_features import RandomFourierFeatures
 
 __all__ = ["LinearizedKitchenSinks", "HyperparameterFit"]
@@ -343,7 +344,7 @@ class LinearizedKitchenSinks:
         if covariance not in ("factorised", "coupled"):
             raise ValueError(f"covariance must be 'factorised' (eq. 36) or 'coupled'; got {covariance!r}")
         self._ensure_posterior()
-        Phi = self.features(new_inputs(Xnew, self.X.shape[1]))
+        Phi = self.features(prediction_inputs(Xnew, self.X.shape[1], rows="N*"))
         with self._blas_limit(Phi.shape[0]):
             mean = self._latent(self.posterior_mean, Phi)
             if covariance == "coupled":

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-__all__ = ["positive_parameter", "training_data", "new_inputs", "prior_means", "newton_options", "POSITIVE_RANGE"]
+__all__ = ["positive_parameter", "training_data", "prior_means", "newton_options", "POSITIVE_RANGE"]
 
 #: accepted range of every positive hyperparameter (outside it the model is numerically meaningless)
 POSITIVE_RANGE = (1e-12, 1e12)
@@ -55,21 +55,6 @@ def training_data(X, Y, n_outputs):
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} contains {int(np.sum(~np.isfinite(arr)))} NaN or infinite value(s)")
     return np.ascontiguousarray(X), np.ascontiguousarray(Y)
-
-
-def new_inputs(Xnew, d):
-    """Prediction inputs as (N*, d); a 1-D array is N* points when d = 1, else one point."""
-    try:
-        Xnew = np.asarray(Xnew, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError("Xnew must be a numeric array") from None
-    if Xnew.ndim == 1:
-        Xnew = Xnew[:, None] if d == 1 else Xnew[None, :]
-    if Xnew.ndim != 2 or Xnew.shape[1] != d:
-        raise ValueError(f"Xnew must have shape (N*, {d}); got {Xnew.shape}")
-    if not np.all(np.isfinite(Xnew)):
-        raise ValueError("Xnew contains NaN or infinite values")
-    return Xnew
 
 
 def prior_means(value, Q):

@@ -43,7 +43,7 @@ from gpexplorer.gauss_newton import (IterationRecord, NumericalFailure, StepSear
                                      _Linearizer, _posterior_var, _scaled_rows, gauss_newton,
                                      step_length_search)
 from gpexplorer.linalg import CholeskyError, jittered_cholesky
-from gpexplorer.models import NOISE, KernelAndNoise, _validate_data
+from gpexplorer.models import NOISE, KernelAndNoise, _validate_data, prediction_inputs
 from gpexplorer.posterior_linearization import posterior_fixed_point
 from gpexplorer.optimize import FitResult, _blas_controller
 
@@ -193,11 +193,13 @@ class LinearizedGP(KernelAndNoise):
         self._post = self._last_post = post
 
     def _inner(self, start=None, restart_from=None):
-        loop = posterior_fixed_point if self.inner_loop == "fixed-point" else gauss_newton
+        if self.inner_loop == "fixed-point":
+            loop, step_search = posterior_fixed_point, {}
+        else:
+            loop, step_search = gauss_newton, {"max_step_cuts": self.max_step_cuts, "shrink": self.step_shrink}
         with np.errstate(over="ignore", invalid="ignore"):
             return loop(self._kernel_matrix(), self.y, self.noise_variance, self.forward, self._linearize, start,
-                        restart_from=restart_from, max_iter=self.max_iter, tol=self.tol,
-                        max_step_cuts=self.max_step_cuts, shrink=self.step_shrink)
+                        restart_from=restart_from, max_iter=self.max_iter, tol=self.tol, **step_search)
 
     def _warm_start(self, previous):
         """(mean, beta, var) that start the inner loop at a previous posterior's mean.
@@ -299,17 +301,7 @@ class LinearizedGP(KernelAndNoise):
 
     # prediction -----------------------------------------------------------------------------
     def _check_new(self, Xnew):
-        try:
-            Xnew = np.asarray(Xnew, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError("Xnew must be a numeric array") from None
-        if Xnew.ndim == 1:
-            Xnew = Xnew[:, None] if self.X.shape[1] == 1 else Xnew[None, :]
-        if Xnew.ndim != 2 or Xnew.shape[1] != self.X.shape[1] or Xnew.shape[0] == 0:
-            raise ValueError(f"Xnew must have shape (S, {self.X.shape[1]}) with S >= 1; got {np.shape(Xnew)}")
-        if not np.all(np.isfinite(Xnew)):
-            raise ValueError("Xnew contains NaN or infinite values")
-        return np.ascontiguousarray(Xnew)
+        return prediction_inputs(Xnew, self.X.shape[1], min_rows=1)
 
     def predict_f(self, Xnew):
         """Mean and variance of the latent f* (eq. 38), each (S,).

@@ -47,6 +47,23 @@ def _validate_data(X, y):
     return np.ascontiguousarray(X), np.ascontiguousarray(y)
 
 
+def prediction_inputs(Xnew, d, min_rows=0, rows="S"):
+    """Xnew as a C-contiguous (S, d) float array, checked; a 1-D array is S points when d = 1,
+    else one point. ``min_rows`` = 1 rejects an empty Xnew; ``rows`` names S in the message."""
+    try:
+        Xnew = np.asarray(Xnew, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("Xnew must be a numeric array") from None
+    if Xnew.ndim == 1:
+        Xnew = Xnew[:, None] if d == 1 else Xnew[None, :]
+    if Xnew.ndim != 2 or Xnew.shape[1] != d or Xnew.shape[0] < min_rows:
+        at_least = f" with {rows} >= {min_rows}" if min_rows else ""
+        raise ValueError(f"Xnew must have shape ({rows}, {d}){at_least}; got {np.shape(Xnew)}")
+    if not np.all(np.isfinite(Xnew)):
+        raise ValueError("Xnew contains NaN or infinite values")
+    return np.ascontiguousarray(Xnew)
+
+
 def _sum_dicts(*dicts):
     out = {}
     for d in dicts:
@@ -128,14 +145,7 @@ class _GPRBase(KernelAndNoise):
         return mean, var + self.noise_variance
 
     def _check_new(self, Xnew):
-        Xnew = np.asarray(Xnew, dtype=float)
-        if Xnew.ndim == 1:
-            Xnew = Xnew[:, None] if self.X.shape[1] == 1 else Xnew[None, :]
-        if Xnew.ndim != 2 or Xnew.shape[1] != self.X.shape[1]:
-            raise ValueError(f"Xnew must have shape (S, {self.X.shape[1]}); got {np.shape(Xnew)}")
-        if not np.all(np.isfinite(Xnew)):
-            raise ValueError("Xnew contains NaN or infinite values")
-        return np.ascontiguousarray(Xnew)
+        return prediction_inputs(Xnew, self.X.shape[1])
 
     def copy(self):
         import copy

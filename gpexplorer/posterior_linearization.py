@@ -12,8 +12,9 @@ for statistical linearisation "no such guarantees exist" (section 2.5): the UGP 
 Gauss-Newton step on (31), so it often stops on 'diverge' away from the fixed point, and F
 (eq. 41) evaluated there depends on where it stopped. Measured with
 ``tests/benchmarks/free_energy_profile.py`` (g = tanh(2f), kernel variance on a log grid): the
-MAP-monitored loop stops on 'diverge' at 8 of 14 grid points and F jumps by up to 150 nats between
-neighbours; at the fixed point F is a smooth function of the hyperparameters.
+MAP-monitored loop stops on 'diverge' at 6 and 7 of 14 grid points (folds 0 and 3) and F jumps
+by up to ~50 nats between neighbours; at the fixed point F is a smooth function of the
+hyperparameters.
 
 The fixed point is a root of the scaled residual R(x) = (m_t - m) / sqrt(K_nn), (v_t - v) / K_nn,
 x = (m / sqrt(K_nn), v / K_nn), found by scipy's DF-SANE (a derivative-free spectral residual
@@ -54,14 +55,14 @@ class _Map:
 
 
 def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, *, restart_from=None,
-                          max_iter=100, tol=1e-6, max_step_cuts=24, shrink=0.75):
+                          max_iter=100, tol=1e-6):
     """UGP inner loop: the fixed point of eq. 34/35/37 by DF-SANE (see the module doc).
 
-    Same arguments and result as :func:`gpexplorer.gauss_newton.gauss_newton`: ``start`` =
+    The arguments and result of :func:`gpexplorer.gauss_newton.gauss_newton` without its step
+    search's (DF-SANE has its own line search): ``start`` =
     (mean, beta, var) with mean = K beta, ``restart_from`` = (mean, var) of a previous posterior,
     the prior (m = 0, v = diag K) otherwise. ``max_iter`` caps DF-SANE's iterations (at most
-    4 max_iter evaluations of T); ``max_step_cuts`` and ``shrink`` are unused (DF-SANE has its own
-    line search).
+    4 max_iter evaluations of T).
     The trace records the MAP objective (31) at each iterate's target, for display (it need not
     increase; alpha 1 and no step cuts: DF-SANE's own line search is not a halving of the
     paper's step). The returned posterior is
@@ -69,7 +70,6 @@ def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, 
     (m, v), whose mean and marginal variances match (m, v) to ``tol`` when converged; otherwise
     the loop is flagged 'diverged'.
     """
-    del max_step_cuts, shrink
     sigma = math.sqrt(noise_variance)
     diag = np.maximum(np.diag(K), 1e-300)
     scale_mean, scale_var = np.sqrt(diag), diag
