@@ -310,7 +310,8 @@ def controls(lab):
                            sizing_mode="stretch_width")
         extra = [lab.expression_message, lab.upload, lab.upload_message] if title.startswith("Data") else []
         groups.append(pn.Card(widgets, *extra, header=card_header(title), sizing_mode="stretch_width"))
-    actions = pn.Column(pn.Row(lab.learn_button, lab.cancel_button), lab.show_learnt_button, lab.progress,
+    actions = pn.Column(pn.Row(lab.learn_button, lab.cancel_button), pn.Row(lab.show_learnt_button, lab.profile_button),
+                        lab.progress,
                         lab.status, lab.download, sizing_mode="stretch_width")
     return pn.Column(actions, *groups, sizing_mode="stretch_width")
 
@@ -325,6 +326,7 @@ def views(lab):
         _view(lab.closeup.figure, "closeup"),
         _view(lab.metrics_readout, "metrics"),
         _view(lab.hyper_readout, "hyper"),
+        _view(lab.profile.figure, "profile"),
         sizing_mode="stretch_width")
 
 

@@ -7,7 +7,9 @@ hyperparameters (EGP paper eq. 34-37, EKS eq. 16-19) and rewrites the figures' d
 place; moving x0 only redraws the close-up. "Learn hyperparameters" runs each method's
 derivative-free free-energy maximisation (EGP section 3.2, EKS section 4.4) as a
 :class:`BackgroundJob` polled from the session's event loop; afterwards each method is shown at
-its own learnt hyperparameters until a kernel or noise slider moves.
+its own learnt hyperparameters until a kernel or noise slider moves. "Profile free energy" runs
+the inner loop along one hyperparameter, another background job
+(:mod:`gpexplorer.ui.linearized_profile`); a profile is cleared when the models change.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from gpexplorer.ui.jobs import JobControls, JobPoller
 from gpexplorer.ui.layout import PromptButton
 from gpexplorer.ui.linearized_figures import (CloseupFigure, LatentFigure, ObjectiveFigure, ObservationFigure,
                                               lab_layout)
+from gpexplorer.ui.linearized_profile import ProfileFigure, profile_methods
 from gpexplorer.ui.markup import TextBlock
 
 logger = logging.getLogger(__name__)
@@ -49,6 +52,7 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
         self.error, self.expression_error, self.url_warning = None, None, None
         self.jobs, self._quiet = JobPoller(), False
         self.timing_ms, self._pending, self._learning_context = {}, set(), None
+        self._model_version, self._profile_request = 0, None  # a profile belongs to one model version
         self._build_components()
         self._sync_url()
         self._reload()
@@ -58,6 +62,7 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
     def _build_components(self):
         self.latent, self.observation = LatentFigure(), ObservationFigure()
         self.objective, self.closeup = ObjectiveFigure(), CloseupFigure()
+        self.profile = ProfileFigure()
         self.latent.tap.on_change("data", self._on_tap)
         self.metrics_readout, self.hyper_readout = TextBlock(), TextBlock()
         self.badge_pane = TextBlock()
@@ -68,7 +73,9 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
         self.learn_button = PromptButton(label="Learn hyperparameters", color="primary")
         self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", disabled=True)
         self.show_learnt_button = pn.widgets.Button(label="Show learnt", disabled=True)
+        self.profile_button = PromptButton(label="Profile free energy", color="light")
         self.learn_button.on_click(lambda _: self.start_learning())
+        self.profile_button.on_click(lambda _: self.start_profile())
         self.cancel_button.on_click(lambda _: self.cancel_job())
         self.show_learnt_button.on_click(lambda _: pn.state.execute(self.show_learnt, schedule=True))
         self.upload = pn.widgets.FileInput(accept=".csv,text/csv", label="CSV upload (x, y; max 2 MB)")
@@ -138,11 +145,13 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
                     self.mode = "manual"
                 if names & set(cfg.FIT_CONTEXT):  # learnt values belong to the model they were learnt for
                     self.fitted = None
-                self.refresh()
+                self.refresh(models_changed=bool(names & set(cfg.MODEL)))
             elif names & set(cfg.CLOSEUP):
                 t0 = time.perf_counter()
                 self._update_closeup()
                 self.timing_ms = {"closeup": 1e3 * (time.perf_counter() - t0)}
+            if names & set(cfg.PROFILE) and self.profile.parameter not in (None, self.settings.profile_parameter):
+                self.profile.clear("press 'Profile free energy' for the new hyperparameter")
         except Exception as err:  # noqa: BLE001 - a bug, not bad input: logged, shown, the session survives
             logger.exception("applying the settings %s failed", sorted(names))
             self.error = f"{type(err).__name__}: {err}"
@@ -181,11 +190,16 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
             return self.fitted[method]["model"]
         return None
 
-    def refresh(self):
-        """Re-run every shown method's inner loop and rewrite every view (no learning)."""
+    def refresh(self, models_changed=True):
+        """Re-run every shown method's inner loop and rewrite every view (no learning). When the
+        models changed (anything but how y* is predicted) a shown free-energy profile is cleared."""
         if self.data is None:
             self._update_badges()
             return
+        if models_changed:
+            self._model_version += 1
+            if self.profile.parameter is not None:
+                self.profile.clear("the model changed; press 'Profile free energy' again")
         t0 = time.perf_counter()
         run, self.refused = cfg.active_methods(self.settings, self.forward)
         self.results = {m: cfg.evaluate(m, self.data, self.forward, self.settings, self.parameters(m),
@@ -245,13 +259,15 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
                         started="learning started")
 
     def _job_buttons(self):
-        return (self.learn_button,)
+        return (self.learn_button, self.profile_button)
 
     def _progress_text(self, job, message):
-        return message
+        return message if job.name == "learn" else f"profile: {message}"
 
     def _job_finished(self, state, job):
-        if state == "done" and self._learning_context != cfg.fit_context(self.settings):
+        if job.name == "profile":
+            self._profile_finished(state, job)
+        elif state == "done" and self._learning_context != cfg.fit_context(self.settings):
             self.status.object = texts.status_html(
                 "discarded", "learnt values discarded: the model settings changed while learning")
         elif state == "done":
@@ -260,6 +276,33 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
             self.status.object = texts.status_html("done", f"learnt in {job.elapsed:.2f} s")
         else:
             self.status.object = texts.status_html(state, f"learning {state}: {job.error or ''}")
+
+    # free-energy profile (background job) --------------------------------------------------
+    def start_profile(self):
+        """F and the test NLPD along ``profile_parameter`` for every shown method, each around the
+        hyperparameters it is shown at (its learnt ones in fitted mode)."""
+        if self.data is None or self._busy():
+            return
+        run = [m for m, r in self.results.items() if r.error is None]
+        if not run:
+            return
+        s, parameters = cfg.snapshot(self.settings), {m: self.parameters(m) for m in run}
+        data, forward, parameter = self.data, self.forward, s.profile_parameter
+        self._profile_request = (self._model_version, parameter)
+        self._start_job("profile", lambda job: profile_methods(job, run, data, forward, s, parameters, parameter),
+                        started="profile started")
+
+    def _profile_finished(self, state, job):
+        version, parameter = self._profile_request
+        if state != "done":
+            self.status.object = texts.status_html(state, f"profile {state}: {job.error or ''}")
+        elif version != self._model_version:
+            self.status.object = texts.status_html("discarded", "profile discarded: the model changed while profiling")
+        else:
+            shown = {m: (r.params[parameter], r.free_energy) for m, r in self.results.items() if m in job.result}
+            self.profile.update(job.result, parameter, shown)
+            points = sum(len(p.values) for p in job.result.values())
+            self.status.object = texts.status_html("done", f"profiled {points} points in {job.elapsed:.2f} s")
 
     def show_learnt(self):
         if not self.fitted:

@@ -49,6 +49,7 @@ MODEL = ("methods", "kappa", "ugp_inner_loop", "kernel", "variance", "lengthscal
          "n_features", "feature_seed", "max_iter")
 PREDICTION = ("y_prediction",)
 CLOSEUP = ("x0",)
+PROFILE = ("profile_parameter",)
 HYPERPARAMETERS = ("variance", "lengthscale", "noise_variance")
 #: the model that learnt hyperparameters belong to: changing one of these discards them
 FIT_CONTEXT = ("kernel", "kappa", "ugp_inner_loop", "n_features", "feature_seed", "max_iter")
@@ -97,6 +98,13 @@ class LinearizedSettings(param.Parameterized):
             "gets closest to the maximum) or scipy's COBYLA (derivative-free like the paper's BOBYQA, stops "
             "earlier); EKS/UKS always use their own derivative-free search")
 
+    profile_parameter = param.Selector(
+        default="variance", objects={"kernel variance": "variance", "lengthscale": "lengthscale",
+                                     "noise variance": "noise_variance"},
+        label="Profile F along",
+        doc="Hyperparameter that 'Profile free energy' varies (from a tenth to ten times each method's "
+            "shown value, the others held): the free energy (eq. 41) and the test NLPD of f* along it")
+
     @param.depends("forward", watch=True, on_init=True)
     def _show_expression(self):
         self.param.expression.precedence = 1 if self.forward == "custom" else -1
@@ -114,7 +122,7 @@ def control_groups():
         "Methods": ["methods", "kappa", "ugp_inner_loop", "y_prediction", "max_iter"],
         "Kernel and noise": ["kernel", "variance", "lengthscale", "noise_variance"],
         "Kitchen sinks (EKS / UKS)": ["n_features", "feature_seed"],
-        "Close-up and learning": ["x0", "max_evals", "gp_search"],
+        "Close-up and learning": ["x0", "max_evals", "gp_search", "profile_parameter"],
     }
 
 

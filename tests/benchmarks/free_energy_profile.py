@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path:
 
 from gpexplorer import linearized_experiments as lx  # noqa: E402
 from gpexplorer import metrics  # noqa: E402
+from gpexplorer.free_energy_profile import free_energy_profile  # noqa: E402
 
 PARAMETERS = ("variance", "lengthscale", "noise_variance")
 
@@ -43,15 +44,18 @@ def profile(forward, method, fold, parameter, grid, base, ugp_inner_loop="map-se
     """[(value, F, NLPD f*, diverged)] along ``grid`` for ``parameter``, the rest at ``base``."""
     data = lx.toy_inversion_data(forward, seed=0)
     train, test = lx.cv_folds(seed=0)[fold]
-    rows = []
-    for value in grid:
-        options = {"inner_loop": ugp_inner_loop} if method == "UGP" else {}
-        model = lx.make_model(method, data.x[train], data.y[train], forward, **options)
-        model.set_parameters(dict(base, **{parameter: float(value)}))
-        model.fit_posterior()
+    options = {"inner_loop": ugp_inner_loop} if method == "UGP" else {}
+
+    def make_model(value):
+        return lx.make_model(method, data.x[train], data.y[train], forward,
+                             **options, **dict(base, **{parameter: value}))
+
+    def nlpd(model):
         mean, var = model.predict_f(data.x[test])
-        rows.append((float(value), model.free_energy(), metrics.nlpd(data.f[test], mean, var), model.diverged))
-    return rows
+        return metrics.nlpd(data.f[test], mean, var)
+
+    p = free_energy_profile(make_model, grid, score=nlpd)
+    return [(float(v), F, s, status == "diverged") for v, F, s, status in zip(p.values, p.free_energy, p.scores, p.status)]
 
 
 def main(argv=None):

@@ -391,3 +391,77 @@ def test_the_lab_renders_outside_a_server_as_in_jupyter(lab):
     root = pn.panel(lab).get_root()
     names = {m.name for m in root.select({"type": ColumnDataSource})}
     assert {f"latent-{m}" for m in ALL} <= names and "closeup-points-ugp" in names
+
+
+# --- the free-energy profile ---------------------------------------------------------------------
+
+def _profiled(lab):
+    lab.start_profile()
+    assert _finish(lab) == "done", lab.job.error
+    return lab.job.result
+
+
+def test_profile_is_centred_on_the_shown_model_and_shows_f_against_nlpd(lab):
+    """Each method's profile runs through the value it is shown at, where F is the metrics table's;
+    on tanh2 the EGP's F peaks at a smaller kernel variance than its test NLPD's minimum (the
+    reason a search closer to the maximum of F predicts worse, tests/benchmarks/README.md)."""
+    lab.settings.param.update(forward="tanh2", methods=["egp", "ugp", "uks"])
+    lab._apply_pending()
+    profiles = _profiled(lab)
+    assert set(profiles) == {"egp", "ugp", "uks"} and 'data-state="done"' in lab.status.object
+    for m, p in profiles.items():
+        r = lab.results[m]
+        assert p.values[10] == r.params["variance"] == 0.64 and p.free_energy[10] == r.free_energy
+        np.testing.assert_allclose([p.values[0], p.values[-1]], [0.064, 6.4])
+        src = lab.profile.sources[m].data
+        assert len(src["value"]) == 21 and np.all(np.isfinite(src["nlpd"]))
+        i = int(np.argmin(np.abs(np.asarray(src["value"]) - 0.64)))
+        assert src["nlpd"][i] == pytest.approx(r.metrics["nlpd_f"], rel=1e-9)  # the table's NLPD, recomputed
+    assert lab.profile.current.data["F"] == [lab.results[m].free_energy for m in ("egp", "ugp", "uks")]
+    egp = profiles["egp"]
+    assert egp.values[int(np.argmax(egp.free_energy))] < egp.values[int(np.argmin(egp.scores))]
+    diverged = [v for m in profiles for v, s in zip(profiles[m].values, profiles[m].status) if s == "diverged"]
+    assert sorted(lab.profile.diverged.data["value"]) == sorted(diverged)
+
+
+def test_profile_follows_the_chosen_hyperparameter_and_the_learnt_values(lab):
+    lab.settings.param.update(methods=["egp"], max_evals=20, profile_parameter="noise_variance")
+    lab._apply_pending()
+    assert lab.profile.sources["egp"].data["value"] == []  # not profiled yet
+    p = _profiled(lab)["egp"]
+    assert p.values[10] == 0.04 and lab.profile.parameter == "noise_variance"
+    assert "noise variance" in lab.profile.figure.xaxis.axis_label
+    lab.settings.profile_parameter = "lengthscale"  # a profile along another parameter is cleared ...
+    lab._apply_pending()
+    assert lab.profile.sources["egp"].data["value"] == [] and lab.profile.parameter is None
+    lab.start_learning()
+    assert _finish(lab) == "done" and lab.mode == "fitted"
+    p = _profiled(lab)["egp"]  # ... and in fitted mode the profile is centred on the learnt value
+    assert p.values[10] == lab.fitted["egp"]["lengthscale"] != 0.6
+
+
+def test_a_changed_model_clears_or_discards_the_profile(lab):
+    lab.settings.param.update(methods=["egp", "eks"])
+    lab._apply_pending()
+    _profiled(lab)
+    lab.settings.y_prediction = "unscented"  # how y* is predicted does not change F: the profile stays
+    lab._apply_pending()
+    assert len(lab.profile.sources["egp"].data["value"]) == 21
+    lab.settings.noise_variance = 0.1
+    lab._apply_pending()
+    assert lab.profile.sources["egp"].data["value"] == [] and "changed" in lab.profile.figure.title.text
+    lab.start_profile()
+    lab.settings.kappa = 1.0  # while profiling
+    lab._apply_pending()
+    assert _finish(lab) == "done"
+    assert 'data-state="discarded"' in lab.status.object and lab.profile.sources["eks"].data["value"] == []
+
+
+def test_profile_can_be_cancelled_and_locks_learning_while_it_runs(lab):
+    lab.start_profile()
+    assert lab.learn_button.disabled and lab.profile_button.disabled and not lab.cancel_button.disabled
+    lab.start_learning()  # refused while the profile runs
+    lab.cancel_job()
+    assert _finish(lab) == "cancelled" and lab.job.name == "profile"
+    assert 'data-state="cancelled"' in lab.status.object and not lab.profile_button.disabled
+    assert all(src.data["value"] == [] for src in lab.profile.sources.values())

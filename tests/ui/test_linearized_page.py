@@ -26,7 +26,7 @@ from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "linearized.py"
 SCREENSHOT = ROOT / "assets" / "linearized.png"
-SCREENSHOT_VIEWPORT = {"width": 1500, "height": 1820}
+SCREENSHOT_VIEWPORT = {"width": 1500, "height": 2130}
 LOAD_MS = 60_000  # the first page of a fresh server also pays numba's cache load
 UPDATE_MS = 30_000  # one server round trip on a busy 2-core box
 LEARN_MS = 90_000
@@ -205,6 +205,24 @@ def test_gp_search_control_is_in_the_url_and_used_by_learning(open_lab):
     expect(page.locator("#hyper-table tr[data-method='eks']")).to_contain_text("learnt by COBYQA (")
 
 
+def test_profile_button_draws_the_free_energy_profile(open_lab):
+    lab = open_lab("?forward=tanh2")
+    page = lab.page
+    page.get_by_label("Profile F along").select_option("lengthscale")
+    expect(page).to_have_url(re.compile(r"[?&]profile_parameter=lengthscale(&|$)"))
+    assert cds_length(page, "profile-egp") == 0
+    page.get_by_role("button", name="Profile free energy").click()
+    status = page.locator("#job-status")
+    expect(status).to_have_attribute("data-state", "done", timeout=LEARN_MS)
+    expect(status).to_contain_text("profiled 84 points")
+    for m in METHODS:
+        values = cds_data(page, f"profile-{m}")["value"]
+        assert len(values) == 21 and abs(values[10] - 0.6) < 1e-12  # around the lengthscale slider's 0.6
+    assert cds_data(page, "profile-current")["value"] == [0.6] * 4
+    expect(page.get_by_role("button", name="Learn hyperparameters")).to_be_enabled()
+    lab.assert_healthy()
+
+
 def test_the_D_slider_changes_the_eks_source_and_sliders_respond_quickly(lab):
     page = lab.page
     eks, egp = cds_data(page, "latent-eks")["mean"], cds_data(page, "latent-egp")["mean"]
@@ -227,6 +245,9 @@ def test_screenshot(open_lab, tmp_path):
     lab = open_lab("?forward=tanh2&x0=-3.75", viewport=SCREENSHOT_VIEWPORT)
     page = lab.page
     expect(page.locator("#badges [data-kind=diverged]").first).to_be_visible()
+    page.get_by_role("button", name="Profile free energy").click()
+    expect(page.locator("#job-status")).to_have_attribute("data-state", "done", timeout=LEARN_MS)
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('profile-egp').get_length() === 21")
     page.mouse.move(0, 0)
     wait_until_quiet(page)
     wait_for_idle(page)
