@@ -465,3 +465,17 @@ def test_profile_can_be_cancelled_and_locks_learning_while_it_runs(lab):
     assert _finish(lab) == "cancelled" and lab.job.name == "profile"
     assert 'data-state="cancelled"' in lab.status.object and not lab.profile_button.disabled
     assert all(src.data["value"] == [] for src in lab.profile.sources.values())
+
+
+def test_profile_of_an_uploaded_csv_has_no_nlpd(lab):
+    """Without a true f there is nothing to score: F only, and the title says so."""
+    x = np.linspace(-3, 3, 40)
+    lab.settings.methods = ["egp", "uks"]
+    lab.upload.filename = "good.csv"
+    lab.upload.value = ("x,y\n" + "".join(f"{a},{np.sin(a):.6f}\n" for a in x)).encode()
+    lab._apply_pending()
+    assert lab.settings.dataset == "upload" and lab.data.test is None
+    profiles = _profiled(lab)
+    for m in ("egp", "uks"):
+        assert np.all(np.isfinite(profiles[m].free_energy)) and np.all(np.isnan(profiles[m].scores))
+    assert lab.profile.figure.title.text.startswith("Free energy along the kernel variance")
