@@ -311,8 +311,7 @@ def controls(lab):
         extra = [lab.expression_message, lab.upload, lab.upload_message] if title.startswith("Data") else []
         groups.append(pn.Card(widgets, *extra, header=card_header(title), sizing_mode="stretch_width"))
     actions = pn.Column(pn.Row(lab.learn_button, lab.cancel_button), pn.Row(lab.show_learnt_button, lab.profile_button),
-                        lab.progress,
-                        lab.status, lab.download, sizing_mode="stretch_width")
+                        lab.progress, lab.status, lab.download, sizing_mode="stretch_width")
     return pn.Column(actions, *groups, sizing_mode="stretch_width")
 
 

@@ -101,29 +101,7 @@ class ProfileFigure:
 
     def update(self, profiles, parameter, shown):
         """``profiles``: method -> Profile; ``shown``: method -> (value, F) the other views use."""
-        current = {"value": [], "F": [], "color": [], "method": []}
-        diverged = {"value": [], "F": []}
-        nlpds = []
-        for m in METHODS:
-            p = profiles.get(m)
-            self.items[m].visible = p is not None
-            if p is None:
-                assign(self.sources[m], dict(_EMPTY))
-                continue
-            ok = np.array([s != "failed" for s in p.status])
-            assign(self.sources[m], {"value": p.values[ok], "F": p.free_energy[ok], "nlpd": p.scores[ok],
-                                     "status": [s for s in p.status if s != "failed"],
-                                     "method": [LABELS[m]] * int(ok.sum())})
-            nlpds += [v for v in p.scores[ok] if np.isfinite(v)]
-            for value, f, s in zip(p.values, p.free_energy, p.status):
-                if s == "diverged":
-                    diverged["value"].append(value), diverged["F"].append(f)
-            if m in shown and np.isfinite(shown[m][1]):
-                current["value"].append(shown[m][0]), current["F"].append(shown[m][1])
-                current["color"].append(COLORS[m]), current["method"].append(LABELS[m])
-        assign(self.current, current)
-        assign(self.diverged, diverged)
-        self.diverged_item.visible = bool(diverged["value"])
+        nlpds = self._draw(profiles, shown)
         if nlpds:  # far from the shown value the NLPD soars; the axis keeps its low part readable
             lo, hi = min(nlpds), float(np.percentile(nlpds, NLPD_AXIS_PERCENTILE))
             pad = 0.05 * max(hi - lo, 1e-3)
@@ -135,11 +113,34 @@ class ProfileFigure:
         self.parameter = parameter
 
     def clear(self, reason):
-        for m in METHODS:
-            assign(self.sources[m], dict(_EMPTY))
-            self.items[m].visible = False
-        assign(self.current, {"value": [], "F": [], "color": [], "method": []})
-        assign(self.diverged, {"value": [], "F": []})
-        self.diverged_item.visible = False
+        self._draw({}, {})
         self.figure.title.text = f"Free energy along a hyperparameter: {reason}"
         self.parameter = None
+
+    def _draw(self, profiles, shown):
+        """Rewrite every source from ``profiles`` (methods without one are emptied); returns the
+        finite NLPDs drawn."""
+        current = {"value": [], "F": [], "color": [], "method": []}
+        diverged = {"value": [], "F": []}
+        nlpds = []
+        for m in METHODS:
+            p = profiles.get(m)
+            self.items[m].visible = p is not None
+            if p is None:
+                assign(self.sources[m], dict(_EMPTY))
+                continue
+            status = np.array(p.status)
+            ok = status != "failed"
+            assign(self.sources[m], {"value": p.values[ok], "F": p.free_energy[ok], "nlpd": p.scores[ok],
+                                     "status": status[ok].tolist(), "method": [LABELS[m]] * int(ok.sum())})
+            nlpds += [v for v in p.scores[ok] if np.isfinite(v)]
+            div = status == "diverged"
+            diverged["value"] += p.values[div].tolist()
+            diverged["F"] += p.free_energy[div].tolist()
+            if m in shown and np.isfinite(shown[m][1]):
+                current["value"].append(shown[m][0]), current["F"].append(shown[m][1])
+                current["color"].append(COLORS[m]), current["method"].append(LABELS[m])
+        assign(self.current, current)
+        assign(self.diverged, diverged)
+        self.diverged_item.visible = bool(diverged["value"])
+        return nlpds
