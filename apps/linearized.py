@@ -2,8 +2,8 @@
 
 import panel as pn
 
-from gpexplorer.ui.linearized_figures import controls, views
-from gpexplorer.ui.linearized_lab import LinearizedLab
+from gpexplorer.ui.linearized.figures import controls, views
+from gpexplorer.ui.linearized.lab import LinearizedLab
 from gpexplorer.ui.markup import LightBootstrapTemplate
 
 pn.extension()

@@ -17,15 +17,14 @@ import pathlib
 import numba
 
 _HERE = pathlib.Path(__file__).resolve().parent
-_JIT_MODULES = ("_jit.py", "_blas.py", "_kernel_loops.py", "_sparse_core.py", "_linearized_loops.py", "_feature_loops.py")
+#: every module holding jitted code, relative to the package (a test checks each exists)
+JIT_MODULES = ("_jit.py", "_blas.py", "kernels/_loops.py", "sparse/_core.py", "linearized/_loops.py")
 
 
 def _source_hash():
     digest = hashlib.sha256(numba.__version__.encode())
-    for name in _JIT_MODULES:
-        path = _HERE / name
-        if path.exists():
-            digest.update(path.read_bytes())
+    for name in JIT_MODULES:
+        digest.update((_HERE / name).read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -17,7 +17,7 @@ WEBSOCKET_MAX_BYTES = 20_000_000  # uploads are checked again (and capped lower)
 
 
 def _snelson(args):
-    from gpexplorer import experiments
+    from gpexplorer.experiments import thesis_chapter3 as experiments
 
     result = experiments.fitc_vfe_snelson(M=args.M, seeds=tuple(args.seeds), fitc_iters=args.fitc_iters,
                                           dataset=args.dataset)
@@ -25,7 +25,7 @@ def _snelson(args):
 
 
 def _sweep(args):
-    from gpexplorer import experiments
+    from gpexplorer.experiments import thesis_chapter3 as experiments
 
     rows = experiments.vfe_m_sweep(Ms=tuple(args.Ms), dataset=args.dataset)
     print(f"{'M':>4} {'VFE bound':>10} {'noise':>8} {'upper bound':>12}")
@@ -34,7 +34,7 @@ def _sweep(args):
 
 
 def _reproduce(args):
-    from gpexplorer import reproduce
+    from gpexplorer.experiments import reproduce
 
     def progress(text):
         if args.verbose:

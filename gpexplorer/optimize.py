@@ -18,7 +18,7 @@ import functools
 
 from threadpoolctl import ThreadpoolController
 
-from gpexplorer.inducing import random_subset
+from gpexplorer.inducing.placement import random_subset
 from gpexplorer.linalg import CholeskyError
 
 #: bounds on positive parameters (natural scale); the optimiser works on their logs

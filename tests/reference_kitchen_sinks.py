@@ -1,7 +1,7 @@
 """Plain-numpy reference for EKS / UKS: a literal, slow transcription of the EKS paper.
 
 Explicit loops over data points n, tasks q and sigma points i; dense inverses; no BLAS tricks.
-It shares nothing with gpexplorer.kitchen_sinks or gpexplorer.linearization except the forward
+It shares nothing with gpexplorer.linearized.kitchen_sinks or gpexplorer.linearized.linearization except the forward
 model's ``value`` / ``jacobian`` evaluated one point at a time. Used by tests only.
 
 Algorithm (the same as the fast code, so converged results must agree):

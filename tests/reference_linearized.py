@@ -2,7 +2,7 @@
 
 Written for readability, not speed: explicit inverses of K and of Lambda + A K A, full N x N
 covariances, the linearisation coefficients computed here from g and its derivative rather than
-through ``gpexplorer.linearization``. ``gpexplorer.linearized`` is tested against it.
+through ``gpexplorer.linearized.linearization``. ``gpexplorer.linearized.gp`` is tested against it.
 
 The iteration is the same as the fast code's (see ``inner_loop``): iteration k linearises g
 about the current mean m_k (and, for the UGP, the marginals N(m_k, C_nn) of the posterior of the

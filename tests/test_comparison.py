@@ -1,11 +1,11 @@
-"""gpexplorer.comparison: the side-by-side evaluation behind the sparse-regression lab."""
+"""gpexplorer.sparse.comparison: the side-by-side evaluation behind the sparse-regression lab."""
 
 import numpy as np
 import pytest
 
 from gpexplorer import datasets, kernels, models
-from gpexplorer.comparison import APPROXIMATIONS, ParameterSet, compare, default_grid, evaluate
-from gpexplorer.joint_fit import fit_all
+from gpexplorer.sparse.comparison import APPROXIMATIONS, ParameterSet, compare, default_grid, evaluate
+from gpexplorer.sparse.joint_fit import fit_all
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ def test_fitc_above_its_upper_bound_is_flagged():
     fitc_r = evaluate(ds, "fitc", fitc, default_grid(ds.X, 5))
     assert fitc_r.log_evidence > r.upper_bound  # the premise: FITC overestimates here
     fitc_r.upper_bound = r.upper_bound
-    from gpexplorer.comparison import badges
+    from gpexplorer.sparse.comparison import badges
 
     flagged = badges({"fitc": fitc_r})
     assert [b.kind for b in flagged if b.kind == "above-upper-bound"] == ["above-upper-bound"]

@@ -1,9 +1,10 @@
-"""Pathology detectors (gpexplorer.diagnostics) on hand-made and real configurations."""
+"""Pathology detectors (gpexplorer.sparse.diagnostics) on hand-made and real configurations."""
 
 import numpy as np
 import pytest
 
-from gpexplorer import datasets, diagnostics, kernels, models
+from gpexplorer import datasets, kernels, models
+from gpexplorer.sparse import diagnostics
 
 
 def test_clumped_pairs_counts_near_duplicates_in_lengthscale_units():

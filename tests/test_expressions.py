@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gpexplorer import expressions
-from gpexplorer.expressions import MAX_LENGTH, check_finite, parse_expression
+from gpexplorer.likelihoods import expressions
+from gpexplorer.likelihoods.expressions import MAX_LENGTH, check_finite, parse_expression
 
 F = np.linspace(-3.0, 3.0, 25)
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gpexplorer.forward_models import (
+from gpexplorer.likelihoods.forward_models import (
     FORWARD_MODELS, ExpressionForwardModel, ForwardModel, Seismic, Softmax, get_forward_model,
 )
 

@@ -1,4 +1,4 @@
-"""gpexplorer.free_energy_profile: F (EGP eq. 41, EKS eq. 20) along one hyperparameter.
+"""gpexplorer.linearized.free_energy_profile: F (EGP eq. 41, EKS eq. 20) along one hyperparameter.
 
 Limit cases against plain numpy: with g(f) = f the EGP's and UGP's F is the exact GP log marginal
 likelihood at every grid point, and the kitchen sinks' bound that of Bayesian linear regression on
@@ -9,9 +9,9 @@ import pytest
 from scipy import stats
 
 from gpexplorer import kernels
-from gpexplorer.free_energy_profile import free_energy_profile, log_grid
-from gpexplorer.kitchen_sinks import LinearizedKitchenSinks
-from gpexplorer.linearized import LinearizedGP
+from gpexplorer.linearized.free_energy_profile import free_energy_profile, log_grid
+from gpexplorer.linearized.kitchen_sinks import LinearizedKitchenSinks
+from gpexplorer.linearized.gp import LinearizedGP
 
 
 def _data(n=30, seed=3):

@@ -1,11 +1,11 @@
-"""gpexplorer.joint_fit: fits from one start, traces for replay, progress and abort."""
+"""gpexplorer.sparse.joint_fit: fits from one start, traces for replay, progress and abort."""
 
 import numpy as np
 import pytest
 
 from gpexplorer import datasets, kernels, models
-from gpexplorer.comparison import ParameterSet
-from gpexplorer.joint_fit import fit_all
+from gpexplorer.sparse.comparison import ParameterSet
+from gpexplorer.sparse.joint_fit import fit_all
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""EKS / UKS (gpexplorer.kitchen_sinks) against exact Bayesian linear regression, the plain-numpy
+"""EKS / UKS (gpexplorer.linearized.kitchen_sinks) against exact Bayesian linear regression, the plain-numpy
 reference (tests/reference_kitchen_sinks.py), finite differences and the full-GP EGP/UGP."""
 
 import numpy as np
@@ -7,8 +7,8 @@ from scipy import stats
 
 import reference_kitchen_sinks as ref
 from gpexplorer import kernels
-from gpexplorer.forward_models import get_forward_model
-from gpexplorer.kitchen_sinks import LinearizedKitchenSinks
+from gpexplorer.likelihoods.forward_models import get_forward_model
+from gpexplorer.linearized.kitchen_sinks import LinearizedKitchenSinks
 
 LINEARIZATIONS = ["taylor", "unscented"]
 
@@ -186,7 +186,7 @@ def test_blas_threads_follow_the_dense_work_of_the_form_used(monkeypatch, n_feat
     """The thread decision sees N D min(N, D) flops: with D > N the dual N x N form is used, whose
     work is N^2 D, not N D^2 (which had a 200-point, D = 400 UKS fit run threaded BLAS on tiny
     matrices: 5.1 s against 1.0 s single-threaded, interleaved medians on a loaded 2-core machine)."""
-    from gpexplorer import kitchen_sinks
+    from gpexplorer.linearized import kitchen_sinks
 
     seen = []
     real = kitchen_sinks.blas_threads
@@ -245,7 +245,7 @@ class _FeatureKernel(kernels.Kernel):
 def test_eks_is_the_egp_with_the_feature_kernel(linearization):
     """f = Phi w, w ~ N(0, omega^2 I) is the GP with kernel omega^2 phi phi^T: EKS/UKS and EGP/UGP
     with that kernel are the same model and the same iteration, so they agree to rounding."""
-    from gpexplorer.linearized import LinearizedGP
+    from gpexplorer.linearized.gp import LinearizedGP
 
     X, _, y = _sin_data(50)
     m = LinearizedKitchenSinks(X, y, forward="sin", linearization=linearization, n_features=30, kernel="matern52",
@@ -270,7 +270,7 @@ def test_many_features_approach_the_full_gp(linearization):
     comes from the random-feature error itself: the same discrepancy for g = identity (features vs
     exact GP regression, same inputs, noise and kernel) sets the scale, and the nonlinear model may
     not be much worse; and the discrepancy must shrink from D = 100 to D = 2000."""
-    from gpexplorer.linearized import LinearizedGP
+    from gpexplorer.linearized.gp import LinearizedGP
     from gpexplorer.models import ExactGPR
 
     X, f, y = _sin_data(60, seed=5, noise=0.2)
@@ -319,7 +319,7 @@ def test_lengthscale_scan_escapes_the_ripple_the_local_search_ends_in():
     """EGP Table 1 sin problem (Matern 5/2 latent draw 0, fold 1), D = 200, start at 1.0: eq. 20 is
     rugged in the lengthscale and COBYQA alone stopped at l = 0.56, eq. 20 = -26.6 (NLPD f* 1.44);
     the scan finds the better basin near l = 0.25 (eq. 20 ~ -9.5, NLPD f* ~ -0.5)."""
-    from gpexplorer import linearized_experiments as lx
+    from gpexplorer.experiments import linearized_papers as lx
     from gpexplorer import metrics
 
     data = lx.toy_inversion_data("sin", seed=0)

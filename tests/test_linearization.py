@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpexplorer.forward_models import ForwardModel, get_forward_model
-from gpexplorer.linearization import (
+from gpexplorer.likelihoods.forward_models import ForwardModel, get_forward_model
+from gpexplorer.linearized.linearization import (
     MIN_RELATIVE_STD, Linearization, linearize, sigma_point_weights, taylor, unscented,
 )
 

@@ -1,4 +1,4 @@
-"""EGP / UGP (gpexplorer.linearized) against exact GP regression, the literal numpy reference
+"""EGP / UGP (gpexplorer.linearized.gp) against exact GP regression, the literal numpy reference
 (tests/reference_linearized.py), Monte Carlo, and the behaviour EGP paper sections 2.5-3.2 ask for."""
 
 import math
@@ -9,12 +9,12 @@ import pytest
 
 import reference_linearized as ref
 from gpexplorer import kernels
-from gpexplorer.forward_models import get_forward_model
+from gpexplorer.likelihoods.forward_models import get_forward_model
 from gpexplorer.linalg import JitterWarning
-from gpexplorer.linearization import taylor, unscented
-from gpexplorer.gauss_newton import IterationRecord, NumericalFailure, _Linearizer, step_length_search
-from gpexplorer.linearized import LinearizedGP
-from gpexplorer.linearized_experiments import PAPER_BOUNDS, cv_folds, toy_inversion_data
+from gpexplorer.linearized.linearization import taylor, unscented
+from gpexplorer.linearized.gauss_newton import IterationRecord, NumericalFailure, _Linearizer, step_length_search
+from gpexplorer.linearized.gp import LinearizedGP
+from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds, toy_inversion_data
 from gpexplorer.models import ExactGPR
 
 LINEARIZATIONS = ("taylor", "unscented")

@@ -1,4 +1,4 @@
-"""Hyperparameter learning of the EGP / UGP (gpexplorer.linearized_learning): the linearised
+"""Hyperparameter learning of the EGP / UGP (gpexplorer.linearized.learning): the linearised
 model's evidence and its gradient against the literal numpy reference and finite differences, the
 total derivative of the free energy (EGP paper eq. 41), the Fisher information, the Fisher-scoring
 search on synthetic objectives, and the learnt free energy against scipy's COBYLA and exact GP
@@ -12,11 +12,11 @@ import pytest
 
 import reference_linearized as ref
 from gpexplorer import kernels
-from gpexplorer import linearized_learning as ll
-from gpexplorer.forward_models import get_forward_model
-from gpexplorer.gauss_newton import _cholesky_W
-from gpexplorer.linearized import LinearizedGP
-from gpexplorer.linearized_experiments import PAPER_BOUNDS, cv_folds, toy_inversion_data
+from gpexplorer.linearized import learning as ll
+from gpexplorer.likelihoods.forward_models import get_forward_model
+from gpexplorer.linearized.gauss_newton import _cholesky_W
+from gpexplorer.linearized.gp import LinearizedGP
+from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds, toy_inversion_data
 from gpexplorer.models import ExactGPR
 from gpexplorer.optimize import _Packer
 

@@ -431,7 +431,8 @@ def test_tightened_upper_bound_stays_a_valid_bound_and_gets_tighter():
 
 
 def test_linearized_models_are_part_of_the_public_facade():
-    from gpexplorer import kitchen_sinks, linearized
+    from gpexplorer.linearized import kitchen_sinks
+    from gpexplorer.linearized import gp as linearized
 
     assert models.LinearizedGP is linearized.LinearizedGP
     assert models.LinearizedKitchenSinks is kitchen_sinks.LinearizedKitchenSinks

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpexplorer import inducing, kernels, models
+from gpexplorer import kernels, models
+from gpexplorer.inducing import placement as inducing
 
 APPROXIMATIONS = ("sor", "dtc", "fitc", "vfe")
 

@@ -1,11 +1,11 @@
-"""The UGP's fixed-point inner loop (gpexplorer.posterior_linearization), against plain numpy."""
+"""The UGP's fixed-point inner loop (gpexplorer.linearized.fixed_point), against plain numpy."""
 
 import numpy as np
 import pytest
 
 from gpexplorer import kernels
-from gpexplorer import linearized_experiments as lx
-from gpexplorer.linearized import LinearizedGP
+from gpexplorer.experiments import linearized_papers as lx
+from gpexplorer.linearized.gp import LinearizedGP
 
 KAPPA = 0.5
 

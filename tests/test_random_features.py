@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gpexplorer import kernels
-from gpexplorer.random_features import KERNEL_SMOOTHNESS, RandomFourierFeatures, base_frequencies, kernel_name
+from gpexplorer.random_features.fourier import KERNEL_SMOOTHNESS, RandomFourierFeatures, base_frequencies, kernel_name
 
 KERNELS = {"se": kernels.SquaredExponential, "matern12": kernels.Matern12, "matern32": kernels.Matern32,
            "matern52": kernels.Matern52}
@@ -42,7 +42,7 @@ def test_many_features_reproduce_the_kernel_within_monte_carlo_error(name):
     gpexplorer.kernels, pair by pair: every error within 4.5 Monte Carlo sd (EKS eq. 5; sd from
     the per-frequency variance (1 + k(2 tau)) / 2 - k(tau)^2), the largest below 0.02. Matern 5/2
     at the toy problems' lengthscale 0.6 over the whole [-2 pi, 2 pi] range, the case whose heavy
-    spectral tails make D = 200 a poor copy (see gpexplorer.reproduce)."""
+    spectral tails make D = 200 a poor copy (see gpexplorer.experiments.reproduce)."""
     x = np.linspace(-2 * np.pi, 2 * np.pi, 25)[:, None]
     exact = KERNELS[name](variance=1.0, lengthscale=0.6)
     K, K2 = exact.K(x), exact.K(2 * x)

@@ -4,8 +4,11 @@ quick runs of the EGP paper Table 1 rows (identity, sin) against the paper's spr
 import numpy as np
 import pytest
 
-from gpexplorer import cli, datasets, forward_models, reproduce, seismic
-from gpexplorer import linearized_experiments as lx
+from gpexplorer import cli, datasets
+from gpexplorer.likelihoods import forward_models
+from gpexplorer.experiments import reproduce
+from gpexplorer.datasets import seismic
+from gpexplorer.experiments import linearized_papers as lx
 
 
 # ------------------------------------------------------------------------------------------------

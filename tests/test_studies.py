@@ -1,12 +1,14 @@
-"""gpexplorer.studies: thesis fig. 3.2 (one extra inducing input) and fig. 3.5-3.7 (sweeps over M)."""
+"""gpexplorer.sparse.studies: thesis fig. 3.2 (one extra inducing input) and fig. 3.5-3.7 (sweeps over M)."""
 
 import warnings
 
 import numpy as np
 import pytest
 
-from gpexplorer import datasets, kernels, models, sparse, studies
-from gpexplorer.inducing import initial_inducing_inputs
+from gpexplorer import datasets, kernels, models
+from gpexplorer.sparse import objectives as sparse
+from gpexplorer.sparse import studies
+from gpexplorer.inducing.placement import initial_inducing_inputs
 from gpexplorer.linalg import CholeskyError
 
 NOISE = 0.09

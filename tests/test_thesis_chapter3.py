@@ -1,10 +1,10 @@
 """Van der Wilk's thesis §3.2.1-3.2.2 on the Snelson data, jointly optimised from M = 15
-random initial inducing inputs for several seeds (gpexplorer.experiments)."""
+random initial inducing inputs for several seeds (gpexplorer.experiments.thesis_chapter3)."""
 
 import numpy as np
 import pytest
 
-from gpexplorer import experiments
+from gpexplorer.experiments import thesis_chapter3 as experiments
 
 pytestmark = pytest.mark.slow
 

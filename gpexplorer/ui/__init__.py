@@ -4,7 +4,7 @@ Each lab is imported on first use (PEP 562), so a page loads only its own module
 
 import importlib
 
-_LABS = {"SparseRegressionLab": "gpexplorer.ui.sparse_lab", "LinearizedLab": "gpexplorer.ui.linearized_lab"}
+_LABS = {"SparseRegressionLab": "gpexplorer.ui.sparse.lab", "LinearizedLab": "gpexplorer.ui.linearized.lab"}
 __all__ = list(_LABS)
 
 

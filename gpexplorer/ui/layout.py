@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import panel as pn
 
-from gpexplorer.ui import settings as cfg
+from gpexplorer.ui.sparse import settings as cfg
 from gpexplorer.ui.markup import TextBlock, card_header
-from gpexplorer.ui.texts import EXPLAIN, TABS
+from gpexplorer.ui.sparse.texts import EXPLAIN, TABS
 
 NOTE_WIDTH = 260
 PROMPT_MS = 5  # Panel batches widget events for 50 ms; a third of the 150 ms budget for a re-evaluation

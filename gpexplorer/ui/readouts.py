@@ -10,7 +10,7 @@ import html
 
 import numpy as np
 
-from gpexplorer.comparison import LABELS
+from gpexplorer.sparse.comparison import LABELS
 
 BADGE_TITLES = {"noise-collapse": "Noise collapse", "clumping": "Clumped inducing inputs",
                 "above-upper-bound": "Above the upper bound", "jitter": "Jitter escalated",

@@ -1,11 +1,11 @@
 #!/usr/bin/env python
-"""Timing of EKS / UKS (gpexplorer.kitchen_sinks.LinearizedKitchenSinks), one BLAS thread.
+"""Timing of EKS / UKS (gpexplorer.linearized.kitchen_sinks.LinearizedKitchenSinks), one BLAS thread.
 
     python tests/benchmarks/bench_kitchen_sinks.py [--quick] [--threads N] [--part toy|usps|all]
         [--latent se|matern52] [--kernel se|matern52] [--features D] [--folds K] [--compare-scan]
 
 1. The EKS paper's Table 1 setting (section 7.1; the data of
-   :func:`gpexplorer.linearized_experiments.toy_inversion_data`): latent f from a GP with a
+   :func:`gpexplorer.experiments.linearized_papers.toy_inversion_data`): latent f from a GP with a
    squared-exponential kernel (``--latent matern52``: the EGP paper's Matern 5/2), variance 0.8^2,
    lengthscale 0.6, at 1000 points evenly spaced on [-2 pi, 2 pi], y = g(f) + N(0, 0.2^2), 5 folds
    of 200 training / 800 test points, D = 200 columns of random features of the latent kernel
@@ -15,9 +15,9 @@
    (``fit()``), with SMSE f*, NLPD f* (latent) and SMSE g* (Monte Carlo predictive mean, EKS
    eq. 37, against the noiseless g(f*)) beside the paper's EKS/UKS numbers. D counts columns of
    Phi (D/2 frequencies; the paper's "D = 200" is its 200-dimensional feature space, see
-   gpexplorer.linearized_experiments); ``--features`` changes D. ``--compare-scan`` runs, per
+   gpexplorer.experiments.linearized_papers); ``--features`` changes D. ``--compare-scan`` runs, per
    fold and interleaved, ``fit(scan_lengthscale=False)`` and ``fit()`` and prints the bound,
-   NLPD and time of both (the lengthscale scan of gpexplorer.kitchen_sinks_learning).
+   NLPD and time of both (the lengthscale scan of gpexplorer.linearized.kitchen_sinks_learning).
 2. USPS 3-vs-5 (767 x 256, logistic forward model, squared-exponential features): the Newton loop
    at the EGP paper's learnt hyperparameters (Table 2: log sigma = 2.9134, log l = 1.7872, noise
    variance 1e-6) for D = 100 .. 1000, and the hyperparameter search (COBYQA, at most 40
@@ -57,9 +57,9 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 from gpexplorer import datasets, metrics  # noqa: E402
-from gpexplorer import linearized_experiments as lx  # noqa: E402
-from gpexplorer.kitchen_sinks import LinearizedKitchenSinks  # noqa: E402
-from gpexplorer.reproduce import EKS_TABLE1  # noqa: E402
+from gpexplorer.experiments import linearized_papers as lx  # noqa: E402
+from gpexplorer.linearized.kitchen_sinks import LinearizedKitchenSinks  # noqa: E402
+from gpexplorer.experiments.reproduce import EKS_TABLE1  # noqa: E402
 
 TOY_MODELS = [("identity", "taylor"), ("identity", "unscented"), ("poly3", "taylor"), ("poly3", "unscented"),
               ("exp", "taylor"), ("exp", "unscented"), ("sin", "taylor"), ("sin", "unscented"),

@@ -7,7 +7,7 @@
 
 For each forward model of Table 1 (identity, poly3, exp, sin, tanh2; and sign_cubic, UGP only,
 as in the paper's Figure 1) and each of EGP / UGP it fits ``LinearizedGP`` on the 5 folds of
-``gpexplorer.linearized_experiments`` (the data ``gpexplorer reproduce egp-table1`` uses: 1000
+``gpexplorer.experiments.linearized_papers`` (the data ``gpexplorer reproduce egp-table1`` uses: 1000
 points on [-2 pi, 2 pi], f from a Matern 5/2 GP with variance 0.64 and lengthscale 0.6,
 y = g(f) + N(0, 0.2^2), training on one block of 200 and testing on the other 800). A "fit" is
 what the issue's target counts: construction plus hyperparameter and noise learning
@@ -40,9 +40,9 @@ import numpy as np  # noqa: E402
 
 from gpexplorer import kernels, metrics  # noqa: E402
 from gpexplorer.linalg import JitterWarning  # noqa: E402
-from gpexplorer.linearized import LinearizedGP  # noqa: E402
-from gpexplorer.linearized_experiments import PAPER_BOUNDS, cv_folds, toy_inversion_data  # noqa: E402
-from gpexplorer.reproduce import EGP_TABLE1  # noqa: E402
+from gpexplorer.linearized.gp import LinearizedGP  # noqa: E402
+from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds, toy_inversion_data  # noqa: E402
+from gpexplorer.experiments.reproduce import EGP_TABLE1  # noqa: E402
 
 FORWARDS = ("identity", "poly3", "exp", "sin", "tanh2", "sign_cubic")
 METHODS = {"EGP": "taylor", "UGP": "unscented"}

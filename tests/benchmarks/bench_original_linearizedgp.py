@@ -17,7 +17,7 @@ empty gradient array and the prediction loops assign (1, 1) arrays into scalar s
 numpy 1.26 it runs unmodified; ``nlopt<2.8`` because newer wheels declare numpy >= 2).
 
 For every forward model of EGP paper Table 1 the script builds the toy data and the five
-200-train / 800-test folds with :mod:`gpexplorer.linearized_experiments`, writes them to a temporary
+200-train / 800-test folds with :mod:`gpexplorer.experiments.linearized_papers`, writes them to a temporary
 .npz, and runs a small driver (``DRIVER`` below, our own code) in the original package's
 interpreter. The driver uses the package's public API as its README and docstrings describe
 it: ``extendedGP(nlfunc, dnlfunc, kernels.kern_m52)`` / ``unscentedGP(nlfunc, kernels.kern_m52)``,
@@ -27,7 +27,7 @@ and of its experiment script), then ``predict`` (EGP) / ``quadpredict`` (UGP) by
 for Table 1. Only ``learn`` is timed. gpexplorer's ``LinearizedGP`` runs in this process on
 the same folds, with the same start (1.0) and the same bounds (variance >= 0.01 i.e. amplitude
 >= 0.1, lengthscale >= 0.1, noise variance >= 1e-4 i.e. std >= 0.01) and its default search
-(Fisher scoring, :mod:`gpexplorer.linearized_learning`); construction + ``fit`` is timed, after
+(Fisher scoring, :mod:`gpexplorer.linearized.learning`); construction + ``fit`` is timed, after
 one untimed warm-up fit per method so that numba compilation is excluded. Both sides'
 predictions are scored with the same :mod:`gpexplorer.metrics` code (NLPD f*, SMSE f*, SMSE y*),
 and both report the learnt free energy (eq. 41). Every BLAS/OpenMP pool is pinned to one thread
@@ -67,7 +67,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from gpexplorer import linearized_experiments as lx  # noqa: E402
+from gpexplorer.experiments import linearized_papers as lx  # noqa: E402
 from gpexplorer import metrics  # noqa: E402
 
 DEFAULT_PYTHON = "/work/lgp-venv/bin/python"

@@ -6,7 +6,7 @@
         [--variance 0.75 --lengthscale 0.75 --noise-variance 0.045] [--ugp-inner-loop map-search]
 
 On the toy inversion data of EGP paper section 4.1 (the folds of
-:mod:`gpexplorer.linearized_experiments`), every other hyperparameter is held at the value given
+:mod:`gpexplorer.experiments.linearized_papers`), every other hyperparameter is held at the value given
 and the posterior is computed from the prior at each grid point, as one evaluation of the
 hyperparameter search does. Each line prints, per grid value, F / NLPD f* on the fold's 800
 test points, with "d" where the inner loop stopped on the paper's 'diverge' condition.
@@ -18,7 +18,7 @@ to the maximum predicts worse; the UGP's F jumps by several nats (up to ~50 on f
 neighbouring grid points wherever the statistical-linearisation iterations stop on 'diverge' (6
 and 7 of the 14 points on folds 0 and 3), so any search on it, ours or BOBYQA's, lands where
 those jumps let it. ``--ugp-inner-loop fixed-point``
-iterates the UGP to its fixed point instead (:mod:`gpexplorer.posterior_linearization`).
+iterates the UGP to its fixed point instead (:mod:`gpexplorer.linearized.fixed_point`).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from gpexplorer import linearized_experiments as lx  # noqa: E402
+from gpexplorer.experiments import linearized_papers as lx  # noqa: E402
 from gpexplorer import metrics  # noqa: E402
-from gpexplorer.free_energy_profile import free_energy_profile  # noqa: E402
+from gpexplorer.linearized.free_energy_profile import free_energy_profile  # noqa: E402
 
 PARAMETERS = ("variance", "lengthscale", "noise_variance")
 

@@ -10,10 +10,10 @@ and ``PosteriorFigure.update`` (arrays assigned to existing sources). Run:
 import time, numpy as np
 import holoviews as hv
 hv.extension("bokeh")
-from gpexplorer.ui.figures import PosteriorFigure
-from gpexplorer.comparison import compare, ParameterSet, default_grid
+from gpexplorer.ui.sparse.figures import PosteriorFigure
+from gpexplorer.sparse.comparison import compare, ParameterSet, default_grid
 from gpexplorer import datasets, kernels
-from gpexplorer.inducing import initial_inducing_inputs
+from gpexplorer.inducing.placement import initial_inducing_inputs
 ds = datasets.load("snelson"); grid = default_grid(ds.X)
 Z = initial_inducing_inputs(ds.X, 15, "random", 0)
 names = ["exact", "sor", "dtc", "fitc", "vfe"]

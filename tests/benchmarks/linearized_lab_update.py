@@ -15,7 +15,7 @@ import os
 import statistics
 import time
 
-from gpexplorer.ui.linearized_lab import LinearizedLab
+from gpexplorer.ui.linearized.lab import LinearizedLab
 
 
 def main(argv=None):

@@ -4,7 +4,7 @@
 
 cProfile cannot look inside the single compiled call of the fused path, so this times its
 parts separately on the benchmark's data: the kernel matrices, the matrix algebra of the
-objective (gpexplorer._sparse_core) and the gradient contraction. Minimum of repeats, in ms.
+objective (gpexplorer.sparse._core) and the gradient contraction. Minimum of repeats, in ms.
 """
 
 import os
@@ -16,8 +16,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from gpexplorer import _kernel_loops as kl  # noqa: E402
-from gpexplorer import _sparse_core as core  # noqa: E402
+from gpexplorer.kernels import _loops as kl  # noqa: E402
+from gpexplorer.sparse import _core as core  # noqa: E402
 
 EMPTY = np.empty(0)
 

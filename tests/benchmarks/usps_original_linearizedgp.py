@@ -36,8 +36,8 @@ for _path in (ROOT, Path(__file__).resolve().parent):
         sys.path.insert(0, str(_path))
 
 from gpexplorer import datasets, metrics  # noqa: E402
-from gpexplorer import linearized_experiments as lx  # noqa: E402
-from gpexplorer.reproduce import EGP_TABLE2, EGP_TABLE2_HYPERPARAMETERS  # noqa: E402
+from gpexplorer.experiments import linearized_papers as lx  # noqa: E402
+from gpexplorer.experiments.reproduce import EGP_TABLE2, EGP_TABLE2_HYPERPARAMETERS  # noqa: E402
 from bench_original_linearizedgp import run_driver  # noqa: E402  (one BLAS thread, as there)
 
 DEFAULT_PYTHON = "/work/lgp-venv/bin/python"

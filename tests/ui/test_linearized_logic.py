@@ -16,10 +16,10 @@ from bokeh.models import ColumnDataSource
 from panel.io.location import Location
 
 from gpexplorer import kernels
-from gpexplorer.linearized import LinearizedGP
-from gpexplorer.ui import linearized_settings as cfg
-from gpexplorer.ui.linearized_figures import PLOT_POINTS, thinned
-from gpexplorer.ui.linearized_lab import LinearizedLab
+from gpexplorer.linearized.gp import LinearizedGP
+from gpexplorer.ui.linearized import settings as cfg
+from gpexplorer.ui.linearized.figures import PLOT_POINTS, thinned
+from gpexplorer.ui.linearized.lab import LinearizedLab
 
 ALL = list(cfg.METHODS)
 
@@ -70,7 +70,7 @@ def test_hyperparameter_change_reruns_every_method_and_updates_views(lab):
 
 
 def test_ugp_inner_loop_switch_reruns_the_ugp_only(lab):
-    """'fixed point' gives the UGP the fixed-point inner loop (gpexplorer.posterior_linearization);
+    """'fixed point' gives the UGP the fixed-point inner loop (gpexplorer.linearized.fixed_point);
     the EGP and the kitchen sinks keep theirs and their curves."""
     lab.settings.forward = "tanh2"
     egp, eks, ugp = _latent(lab, "egp"), _latent(lab, "eks"), _latent(lab, "ugp")

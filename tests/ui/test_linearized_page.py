@@ -3,8 +3,8 @@
 One ``panel serve`` process for the module; every test opens a fresh page, i.e. its own Bokeh
 session with its own ``LinearizedLab``. Widgets are operated like a user would (a select, typing
 into the expression box, keyboard on slider handles, a tap on the latent plot, buttons); the page
-is read through the named Bokeh data sources (gpexplorer/ui/linearized_figures.py) and the
-readouts' element ids (gpexplorer/ui/linearized_texts.py).
+is read through the named Bokeh data sources (gpexplorer/ui/linearized/figures.py) and the
+readouts' element ids (gpexplorer/ui/linearized/texts.py).
 
 ``test_screenshot`` also renders the documentation screenshot: with ``GPEXPLORER_SCREENSHOTS=1``
 it writes ``assets/linearized.png``; otherwise only into pytest's tmp dir.

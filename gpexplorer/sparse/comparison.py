@@ -1,0 +1,226 @@
+"""Evaluate the exact GP and several sparse approximations side by side (thesis ch. 3).
+
+``compare`` takes one :class:`ParameterSet` per approximation (kernel hyperparameters, noise
+variance, inducing inputs Z) and returns, for each, what the sparse-regression lab shows:
+the log evidence (or VFE bound) with its terms in the form of eq. 3.1, the exact log marginal
+likelihood and Titsias' upper bound (eq. 2.38) at the *same* parameters (the bound sandwich),
+predictions on a grid, and pathology badges (thesis §3.2: noise collapse, clumping, FITC above
+the upper bound, escalated jitter). Plain numpy; no plotting.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpexplorer.sparse import regression as models
+from gpexplorer.sparse import diagnostics
+from gpexplorer.linalg import CholeskyError, JitterWarning
+
+APPROXIMATIONS = ("exact", "sor", "dtc", "fitc", "vfe")
+LABELS = {"exact": "Exact GP", "sor": "SoR", "dtc": "DTC", "fitc": "FITC", "vfe": "VFE"}
+TERMS = ("complexity", "data_fit", "trace")
+BASE_JITTER = 1e-6
+CLUMP_TOL = 1e-2  # lengthscales; near-duplicate inducing inputs
+ILL_CONDITIONED = 1e10
+NOISE_COLLAPSE_RATIO = 0.5
+
+
+@dataclass
+class ParameterSet:
+    """Kernel (hyperparameters inside), noise variance and inducing inputs (None for exact)."""
+
+    kernel: object
+    noise_variance: float
+    Z: np.ndarray | None = None
+
+    def copy(self) -> "ParameterSet":
+        return ParameterSet(self.kernel.copy(), float(self.noise_variance),
+                            None if self.Z is None else np.array(self.Z, dtype=float))
+
+    @classmethod
+    def from_model(cls, model) -> "ParameterSet":
+        return cls(model.kernel.copy(), float(model.noise_variance),
+                   np.array(model.Z) if hasattr(model, "Z") else None)
+
+
+@dataclass
+class Badge:
+    """A pathology worth pointing at, with a one-line explanation."""
+
+    kind: str  # "noise-collapse" | "clumping" | "above-upper-bound" | "jitter" | "failure"
+    approximation: str
+    message: str
+
+
+@dataclass
+class ApproximationResult:
+    name: str
+    params: ParameterSet
+    log_evidence: float = float("nan")  # log p(y), the evidence, or VFE's bound (= -F)
+    terms: dict = field(default_factory=dict)  # of log p(y): -complexity, -data fit, -trace (eq. 3.1)
+    exact_at_params: float = float("nan")
+    upper_bound: float = float("nan")  # Titsias' bound at the same parameters (sparse only)
+    tightened_upper_bound: float = float("nan")  # the same bound with Z optimised for it (§3.2.6)
+    mean: np.ndarray | None = None  # of f at the prediction inputs
+    var_f: np.ndarray | None = None
+    jitter_used: float = 0.0
+    clumped_pairs: int = 0
+    condition_number: float = float("nan")
+    samples: np.ndarray | None = None  # [S, G] draws of f on the grid
+    error: str | None = None
+
+    @property
+    def tightest_upper_bound(self):
+        """The lower of the two upper bounds on log p(y) computed so far (inf if none)."""
+        return min((u for u in (self.upper_bound, self.tightened_upper_bound) if np.isfinite(u)), default=np.inf)
+
+    @property
+    def var_y(self):
+        return None if self.var_f is None else self.var_f + self.params.noise_variance
+
+
+@dataclass
+class Comparison:
+    results: dict  # name -> ApproximationResult, in APPROXIMATIONS order
+    inputs: np.ndarray  # where mean/var are given: a 1-D grid or the test inputs
+    badges: list
+
+
+def _lengthscale(kernel):
+    return np.asarray(getattr(kernel, "lengthscale", 1.0), dtype=float)
+
+
+def build_model(ds, name, p: ParameterSet):
+    if name == "exact":
+        return models.ExactGPR(ds.X, ds.y, kernel=p.kernel.copy(), noise_variance=p.noise_variance)
+    return models.SparseGPR(ds.X, ds.y, kernel=p.kernel.copy(), Z=p.Z, approximation=name,
+                            noise_variance=p.noise_variance, jitter=BASE_JITTER)
+
+
+def _log_terms(terms):
+    """Terms of log p(y) = -F, without the constant (eq. 3.1)."""
+    return {t: -float(terms.get(t, 0.0)) for t in TERMS}
+
+
+def _hyperparameter_key(p: ParameterSet):
+    # exact bytes: a rounded repr would let nearby hyperparameters share one cached value
+    return tuple((n, np.asarray(v, dtype=float).tobytes()) for n, v in p.kernel.params.items()) + \
+        (float(p.noise_variance),)
+
+
+class _ExactCache:
+    """Exact log p(y) is O(N^3); approximations sharing hyperparameters share one evaluation."""
+
+    def __init__(self, ds):
+        self.ds, self.values = ds, {}
+
+    def store(self, p: ParameterSet, value):
+        self.values[_hyperparameter_key(p)] = value
+
+    def __call__(self, p: ParameterSet):
+        key = _hyperparameter_key(p)
+        if key not in self.values:
+            self.values[key] = build_model(self.ds, "exact", p).log_marginal_likelihood()
+        return self.values[key]
+
+
+def _samples(model, inputs, n_samples, seed):
+    mean, cov = model.predict_f(inputs, full_cov=True)
+    cov = 0.5 * (cov + cov.T) + 1e-8 * np.eye(len(mean))
+    rng = np.random.default_rng(seed)
+    # eigh tolerates the rank deficiency of SoR's/DTC's predictive covariance, unlike Cholesky
+    w, V = np.linalg.eigh(cov)
+    root = V * np.sqrt(np.maximum(w, 0.0))
+    return mean + rng.standard_normal((n_samples, len(mean))) @ root.T
+
+
+def evaluate(ds, name, p: ParameterSet, inputs, exact_cache=None, n_samples=0, seed=0):
+    """One approximation at parameters ``p``: evidence, terms, sandwich values, predictions."""
+    res = ApproximationResult(name=name, params=p)
+    exact_cache = exact_cache or _ExactCache(ds)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitterWarning)  # reported as a badge instead
+            model = build_model(ds, name, p)
+            terms, res.mean, res.var_f = model.terms_and_predict_f(inputs)
+            res.terms = _log_terms(terms)
+            res.log_evidence = -float(sum(terms.values()))
+            res.jitter_used = model.jitter_used
+            if name == "exact":
+                exact_cache.store(p, res.log_evidence)
+            res.exact_at_params = exact_cache(p)
+            if name != "exact":
+                res.upper_bound = float(model.upper_bound())
+                ls = _lengthscale(p.kernel)
+                res.clumped_pairs = diagnostics.clumped_pairs(model.Z, ls, CLUMP_TOL)
+                res.condition_number = diagnostics.condition_number(p.kernel.K(model.Z))
+            if n_samples:
+                res.samples = _samples(model, inputs, n_samples, seed)
+    except (CholeskyError, ValueError, np.linalg.LinAlgError, FloatingPointError) as err:
+        res.error = str(err)
+    return res
+
+
+def compare(ds, params: dict, inputs, n_samples=0, seed=0, fitted_noise=None):
+    """Evaluate every approximation in ``params`` (name -> ParameterSet) at its own parameters.
+
+    ``fitted_noise`` (name -> noise after optimisation, including "exact") enables the
+    noise-collapse badge, which only means something for optimised noise (§3.2.1).
+    """
+    unknown = set(params) - set(APPROXIMATIONS)
+    if unknown:
+        raise ValueError(f"unknown approximation(s) {sorted(unknown)}; valid: {APPROXIMATIONS}")
+    cache = _ExactCache(ds)
+    results = {name: evaluate(ds, name, params[name], inputs, cache, n_samples, seed)
+               for name in APPROXIMATIONS if name in params}
+    return Comparison(results=results, inputs=np.asarray(inputs), badges=badges(results, fitted_noise))
+
+
+def badges(results: dict, fitted_noise=None) -> list:
+    """Pathology badges with one-line explanations (thesis §3.2.1, 3.2.2, 3.2.6)."""
+    out = []
+    for name, r in results.items():
+        label = LABELS[name]
+        if r.error:
+            out.append(Badge("failure", name, f"{label} failed numerically: {r.error}"))
+            continue
+        if r.jitter_used > BASE_JITTER * 1.0001:
+            out.append(Badge("jitter", name, f"{label}: Kuu needed jitter {r.jitter_used:.1e} "
+                                             f"(default {BASE_JITTER:.0e}) to be factorised."))
+        if name == "exact":
+            continue
+        if r.clumped_pairs or r.condition_number > ILL_CONDITIONED:
+            out.append(Badge("clumping", name,
+                             f"{label}: {r.clumped_pairs} pair(s) of inducing inputs closer than "
+                             f"{CLUMP_TOL} lengthscales; cond(Kuu) = {r.condition_number:.1e}. "
+                             "Clumped inputs act as one, switching the others off (§3.2.2)."))
+        upper = r.tightest_upper_bound
+        if name != "vfe" and diagnostics.exceeds_upper_bound(r.log_evidence, upper, 1e-6):
+            out.append(Badge("above-upper-bound", name,
+                             f"{label}'s evidence {r.log_evidence:.2f} exceeds an upper bound on the "
+                             f"exact log p(y), {upper:.2f}: it overestimates the marginal "
+                             "likelihood (§3.2.6)."))
+    if fitted_noise and "exact" in fitted_noise:
+        exact_noise = fitted_noise["exact"]
+        for name, noise in fitted_noise.items():
+            if name != "exact" and diagnostics.noise_collapsed(noise, exact_noise, NOISE_COLLAPSE_RATIO):
+                out.append(Badge("noise-collapse", name,
+                                 f"{LABELS[name]} noise {noise:.3g} is {noise / exact_noise:.2f} of the "
+                                 f"exact GP's {exact_noise:.3g}: it explains data with the "
+                                 "heteroscedastic diagonal instead (§3.2.1)."))
+    return out
+
+
+def parameter_key(p: ParameterSet):
+    """A hashable fingerprint of a parameter set (to reuse results computed for it)."""
+    return _hyperparameter_key(p) + (None if p.Z is None else np.asarray(p.Z, dtype=float).tobytes(),)
+
+
+def default_grid(X, n=300, margin=0.1):
+    """An evenly spaced 1-D grid over the data range extended by ``margin`` on both sides."""
+    lo, hi = float(np.min(X)), float(np.max(X))
+    pad = margin * max(hi - lo, 1e-9)
+    return np.linspace(lo - pad, hi + pad, n)[:, None]

@@ -1,0 +1,88 @@
+"""Fit the exact GP and each chosen sparse approximation from one common start, keeping
+every iterate for replay (thesis §3.2: FITC and VFE optimised jointly over hyperparameters,
+noise and Z from the same initial inducing inputs).
+
+Plain numpy and the optimiser; the dashboard runs :func:`fit_all` on a worker thread.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpexplorer.sparse.comparison import TERMS, ParameterSet, build_model
+from gpexplorer.linalg import JitterWarning
+
+
+@dataclass
+class FitOutcome:
+    name: str
+    final: ParameterSet
+    trace: list = field(default_factory=list)  # ParameterSet per recorded iterate (start first)
+    log_evidence: list = field(default_factory=list)  # -F per iterate
+    terms: list = field(default_factory=list)  # {"complexity", "data_fit", "trace"} of log p(y)
+    n_iter: int = 0
+    message: str = ""
+    seconds: float = 0.0
+    jitter_used: float = 0.0
+
+
+def _parameter_set(template: ParameterSet, params: dict) -> ParameterSet:
+    kernel = template.kernel.copy()
+    kernel.assign_unchecked({k: params[k] for k in kernel.param_names})
+    Z = params.get("Z")
+    return ParameterSet(kernel, float(params["noise_variance"]), None if Z is None else np.array(Z))
+
+
+def fit_one(ds, name, start: ParameterSet, fixed=(), restarts=0, max_iter=300, seed=0, on_iterate=None):
+    """Optimise one approximation from ``start``; ``on_iterate(iteration)`` may raise to stop.
+
+    The trace holds the iterates of the best start (start point first), as in ``optimize.fit``.
+    """
+    model = build_model(ds, name, start)
+    fixed = tuple(f for f in fixed if name != "exact" or f != "Z")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitterWarning)  # the dashboard shows jitter as a badge
+        callback = None if on_iterate is None else (lambda entry: on_iterate(entry.iteration))
+        result = model.fit(max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed, callback=callback)
+    return FitOutcome(
+        name=name, final=ParameterSet.from_model(model),
+        trace=[_parameter_set(start, e.params) for e in result.trace],  # the best start's iterates
+        log_evidence=[-float(e.objective) for e in result.trace],
+        terms=[{t: -float(e.terms.get(t, 0.0)) for t in TERMS} for e in result.trace],
+        n_iter=result.n_iter, message=result.message, seconds=result.elapsed, jitter_used=model.jitter_used)
+
+
+def fit_all(ds, start: ParameterSet, names, fixed=(), restarts=0, max_iter=300, seed=0,
+            vfe_from_fitc=False, report=None, warm=None):
+    """Fit "exact" and every name in ``names`` from ``start``; returns name -> FitOutcome.
+
+    ``warm`` (name -> ParameterSet) overrides the start of some fits, e.g. each one's previous
+    optimum. With ``vfe_from_fitc`` VFE starts at FITC's optimum (thesis §3.2.5).
+    ``report(fraction, message)`` is called as iterations complete; an exception it raises
+    aborts the fit.
+    """
+    warm = warm or {}
+    order = ["exact"] + [n for n in ("sor", "dtc", "fitc", "vfe") if n in names]
+    if vfe_from_fitc and "vfe" in order and "fitc" not in order:
+        order.insert(order.index("vfe"), "fitc")
+    outcomes = {}
+    for k, name in enumerate(order):
+        begin = start
+        if name in warm:
+            begin = warm[name]
+        elif name == "vfe" and vfe_from_fitc:
+            begin = outcomes["fitc"].final
+        elif name == "exact":
+            begin = ParameterSet(start.kernel, start.noise_variance, None)
+
+        def on_iterate(it, k=k, name=name):
+            if report is not None:
+                report((k + min(it, max_iter) / max(max_iter, 1)) / len(order), f"{name}: iteration {it}")
+
+        outcomes[name] = fit_one(ds, name, begin, fixed, restarts, max_iter, seed, on_iterate)
+    if report is not None:
+        report(1.0, "done")
+    return outcomes

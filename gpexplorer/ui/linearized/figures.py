@@ -1,0 +1,334 @@
+"""Bokeh figures of the linearised-inference lab (latent posterior, observation space, the MAP
+objective over Gauss-Newton iterations, the close-up of one linearisation) and the page layout.
+
+Like :mod:`gpexplorer.ui.sparse.figures`, each figure owns named ColumnDataSources (one per method,
+``latent-egp``, ``obs-ugp``, ``objective-eks``, ``closeup-line-uks``, ...) and an ``update`` that
+rewrites their data in place; the names are the handles the browser tests read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource, CustomJS, HoverTool, LinearAxis, Range1d, Span, TapTool
+
+from gpexplorer.ui.linearized import settings as cfg
+from gpexplorer.ui.linearized import texts
+from gpexplorer.ui.sparse.figures import _figure, _item, _outside_legend, assign
+from gpexplorer.ui.layout import PromptFloatSlider
+from gpexplorer.ui.linearized.settings import FAMILY, LABELS, METHODS
+from gpexplorer.ui.markup import TextBlock, card_header
+
+COLORS = {"egp": "#d62728", "ugp": "#1f77b4", "eks": "#ff7f0e", "uks": "#2ca02c"}
+DASH = {"gp": "solid", "ks": "dashed"}
+BAND_ALPHA = 0.12
+#: at most this many points per curve are sent to the browser (the toy grid has 1000): half the
+#: websocket payload of a slider move, no visible difference at plot resolution
+PLOT_POINTS = 500
+_EMPTY_BAND = {"x": [], "mean": [], "lower": [], "upper": []}
+
+
+def _marker(fig, color="#555555"):
+    span = Span(location=0.0, dimension="height", line_color=color, line_dash="dotted", line_width=2)
+    fig.add_layout(span)
+    return span
+
+
+class _BandFigure:
+    """Mean and +- 2 sd band per method over a black reference curve (truth) and the data."""
+
+    def __init__(self, name, title, y_label, source_prefix, truth_label):
+        fig = _figure(name, title, 330)
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "x", y_label
+        legend = _outside_legend(fig)
+        self.truth = _source(f"{source_prefix}-truth", {"x": [], "y": []})
+        r_truth = fig.line("x", "y", source=self.truth, color="black", line_width=2, line_dash="dashed")
+        self.truth_item = _item(truth_label, [r_truth])
+        legend.items.append(self.truth_item)
+        self.sources, self.items = {}, {}
+        for m in METHODS:
+            src = _source(f"{source_prefix}-{m}", dict(_EMPTY_BAND))
+            r_band = fig.varea("x", "lower", "upper", source=src, fill_color=COLORS[m], fill_alpha=BAND_ALPHA)
+            r_mean = fig.line("x", "mean", source=src, color=COLORS[m], line_width=2,
+                              line_dash=DASH[FAMILY[m][0]])
+            self.items[m] = _item(LABELS[m], [r_band, r_mean])
+            legend.items.append(self.items[m])
+            self.sources[m] = src
+        self.x0 = _marker(fig)
+        self.figure, self.legend = fig, legend
+
+    def _update_bands(self, grid, results, moments):
+        keep = thinned(grid)
+        for m in METHODS:
+            r = results.get(m)
+            ok = r is not None and r.error is None
+            self.items[m].visible = ok
+            if not ok:
+                assign(self.sources[m], dict(_EMPTY_BAND))
+                continue
+            mean, var = (a[keep] for a in moments(r))
+            sd = 2.0 * np.sqrt(var)
+            assign(self.sources[m], {"x": grid[keep], "mean": mean, "lower": mean - sd, "upper": mean + sd})
+
+
+def thinned(grid):
+    """Index of the plotted subset of a grid: every k-th point so that at most PLOT_POINTS remain
+    (the last point always kept)."""
+    step = max(1, -(-len(grid) // PLOT_POINTS))
+    index = np.arange(0, len(grid), step)
+    return index if index[-1] == len(grid) - 1 else np.append(index[:-1], len(grid) - 1)
+
+
+def _source(name, data):
+    return ColumnDataSource(data, name=name)
+
+
+class LatentFigure(_BandFigure):
+    """q(f*) of every method (EGP eq. 38) over the true latent f; training inputs as a rug.
+    Tapping the plot sets x0 (through the ``latent-tap`` source, read by the server)."""
+
+    def __init__(self):
+        super().__init__("latent", "Latent posterior: mean and 2 sd of f", "f", "latent", "true f")
+        fig = self.figure
+        self.rug = _source("latent-rug", {"x": [], "y": []})
+        r_rug = fig.scatter("x", "y", source=self.rug, marker="dash", angle=np.pi / 2, size=9,
+                            color="#444444", alpha=0.6)
+        self.legend.items.append(_item("training inputs", [r_rug]))
+        self.tap = _source("latent-tap", {"x": []})
+        fig.add_tools(TapTool(behavior="inspect"))
+        fig.js_on_event("tap", CustomJS(args={"source": self.tap}, code="source.data = {x: [cb_obj.x]};"))
+
+    def update(self, data, results):
+        truth = data.f_true if data.f_true is not None else []
+        keep = thinned(data.grid)
+        assign(self.truth, {"x": data.grid[keep] if len(truth) else [], "y": truth[keep] if len(truth) else []},
+               unless_equal=True)
+        self.truth_item.visible = len(truth) > 0
+        self._update_bands(data.grid, results, lambda r: (r.mean_f, r.var_f))
+        lows = [np.min(r.mean_f - 2 * np.sqrt(r.var_f)) for r in results.values() if r.error is None]
+        lows += [float(np.min(truth))] if len(truth) else []
+        lo = min(lows) if lows else 0.0
+        x = data.X[:, 0]
+        assign(self.rug, {"x": x, "y": np.full(len(x), lo - 0.15)}, unless_equal=True)
+
+
+class ObservationFigure(_BandFigure):
+    """Data, the true g(f) and each method's predicted y* (eq. 39 or 40) with 2 sd of y*."""
+
+    def __init__(self):
+        super().__init__("observation", "Observation space: predicted y and 2 sd", "y", "obs", "true g(f)")
+        self.data = _source("obs-data", {"x": [], "y": []})
+        r_data = self.figure.scatter("x", "y", source=self.data, size=4, color="black", alpha=0.5)
+        self.legend.items.append(_item("training data", [r_data]))
+
+    def update(self, data, results, forward):
+        assign(self.data, {"x": data.X[:, 0], "y": data.y}, unless_equal=True)
+        if data.f_true is not None:
+            keep = thinned(data.grid)
+            with np.errstate(all="ignore"):
+                g = np.ravel(forward.value(data.f_true[keep, None]))
+            assign(self.truth, {"x": data.grid[keep], "y": g}, unless_equal=True)
+        else:
+            assign(self.truth, {"x": [], "y": []})
+        self.truth_item.visible = data.f_true is not None
+        self._update_bands(data.grid, results, lambda r: (r.mean_y, r.var_y))
+
+
+class ObjectiveFigure:
+    """MAP objective (EGP eq. 31) after each Gauss-Newton iteration of each method.
+
+    Marker size grows with the number of step-length cuts (alpha = 2^-cuts, section 2.5) and
+    such iterations are labelled; a red x marks the iteration that ended in 'diverge'."""
+
+    def __init__(self):
+        fig = _figure("objective", "MAP objective (eq. 31) against Gauss-Newton iteration", 330)
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "Gauss-Newton iteration", "MAP objective"
+        legend = _outside_legend(fig)
+        self.sources, self.items, renderers = {}, {}, []
+        for m in METHODS:
+            src = _source(f"objective-{m}", {"iteration": [], "value": [], "alpha": [], "cuts": [],
+                                              "status": [], "size": [], "label": [], "method": []})
+            r_line = fig.line("iteration", "value", source=src, color=COLORS[m], line_width=2,
+                              line_dash=DASH[FAMILY[m][0]])
+            r_dots = fig.scatter("iteration", "value", source=src, size="size", color=COLORS[m], alpha=0.7)
+            fig.text("iteration", "value", text="label", source=src, x_offset=6, y_offset=-4,
+                     text_font_size="8pt", text_color=COLORS[m])
+            self.items[m] = _item(LABELS[m], [r_line, r_dots])
+            legend.items.append(self.items[m])
+            self.sources[m] = src
+            renderers.append(r_dots)
+        # the y range follows iterations >= 1: the prior mean's objective (iteration 0) is usually far
+        # below and would flatten everything that happens afterwards into one line
+        self.tail = _source("objective-range", {"iteration": [], "value": []})
+        fig.y_range.renderers = [fig.scatter("iteration", "value", source=self.tail, alpha=0.0)]
+        self.diverged = _source("objective-diverged", {"iteration": [], "value": [], "method": []})
+        r_div = fig.scatter("iteration", "value", source=self.diverged, marker="x", size=16, line_width=3,
+                            color="red")
+        self.diverged_item = _item("diverged", [r_div])
+        legend.items.append(self.diverged_item)
+        fig.add_tools(HoverTool(renderers=renderers, tooltips=[
+            ("method", "@method"), ("iteration", "@iteration"), ("objective", "@value{0.000}"),
+            ("step length", "@alpha"), ("cuts", "@cuts"), ("status", "@status")]))
+        self.figure = fig
+
+    def update(self, results):
+        div = {"iteration": [], "value": [], "method": []}
+        tail = {"iteration": [], "value": []}
+        for m in METHODS:
+            r = results.get(m)
+            ok = r is not None and r.error is None
+            self.items[m].visible = ok
+            if not ok:
+                assign(self.sources[m], {k: [] for k in self.sources[m].data})
+                continue
+            trace = r.trace
+            cuts = [t.step_cuts for t in trace]
+            assign(self.sources[m], {
+                "iteration": [t.iteration for t in trace], "value": [t.map_objective for t in trace],
+                "alpha": [t.alpha for t in trace], "cuts": cuts, "status": [t.status for t in trace],
+                "size": [6 + 3 * min(c, 8) for c in cuts], "method": [LABELS[m]] * len(trace),
+                "label": [f"alpha={t.alpha:.3g}" if t.step_cuts and t.status == "accepted" else "" for t in trace]})
+            shown = trace[1:] if len(trace) > 1 else trace
+            tail["iteration"] += [t.iteration for t in shown]
+            tail["value"] += [t.map_objective for t in shown]
+            for t in trace:
+                if t.status == "diverged":
+                    div["iteration"].append(t.iteration), div["value"].append(t.map_objective)
+                    div["method"].append(LABELS[m])
+        assign(self.diverged, div)
+        assign(self.tail, tail)
+        self.diverged_item.visible = bool(div["iteration"])
+
+
+class CloseupFigure:
+    """At x0: g over f around the posterior marginals, each Taylor method's tangent at m0 (EGP
+    eq. 36) and each unscented method's regression line through its sigma points (eq. 37; dot
+    area proportional to |weight|, hollow when the weight is negative), and the marginal
+    densities N(f | m0, v0) shaded (right axis)."""
+
+    def __init__(self):
+        fig = _figure("closeup", "Linearisation at x0", 330)
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "f", "g(f)"
+        legend = _outside_legend(fig)
+        self.density_range = Range1d(0.0, 1.0)
+        fig.extra_y_ranges = {"density": self.density_range}
+        fig.add_layout(LinearAxis(y_range_name="density", axis_label="density of f(x0)"), "right")
+        self.g = _source("closeup-g", {"f": [], "g": []})
+        main = [fig.line("f", "g", source=self.g, color="black", line_width=2)]
+        legend.items.append(_item("g(f)", main[:1]))
+        self.lines, self.points, self.densities, self.items = {}, {}, {}, {}
+        for m in METHODS:
+            taylor = FAMILY[m][1] == "taylor"
+            self.densities[m] = _source(f"closeup-density-{m}", {"f": [], "density": []})
+            r_density = fig.varea("f", y1=0.0, y2="density", source=self.densities[m], fill_color=COLORS[m],
+                                  fill_alpha=0.15, y_range_name="density")
+            self.lines[m] = _source(f"closeup-line-{m}", {"f": [], "y": []})
+            r_line = fig.line("f", "y", source=self.lines[m], color=COLORS[m], line_width=2,
+                              line_dash=DASH[FAMILY[m][0]])
+            self.points[m] = _source(f"closeup-points-{m}", {"f": [], "g": [], "size": [], "fill": []})
+            r_points = fig.scatter("f", "g", source=self.points[m], size="size", line_color=COLORS[m],
+                                   fill_color=COLORS[m], fill_alpha="fill", line_width=2,
+                                   marker="circle" if taylor else "diamond")
+            main += [r_line, r_points]
+            what = "tangent at m0" if taylor else "fit through sigma points"
+            self.items[m] = _item(f"{LABELS[m]} {what}", [r_line, r_points, r_density])
+            legend.items.append(self.items[m])
+        fig.y_range.renderers = main  # the densities live on their own axis
+        self.truth = _marker(fig, color="black")
+        self.figure = fig
+
+    def update(self, forward, closeups, x0, f_true_x0=None):
+        """``closeups``: method -> Closeup (gpexplorer.ui.linearized.settings.closeup)."""
+        if not closeups:
+            for sources in (self.lines, self.points, self.densities):
+                for src in sources.values():
+                    assign(src, {k: [] for k in src.data})
+            assign(self.g, {"f": [], "g": []})
+            return
+        lo = min(c.m0 - 4.0 * np.sqrt(c.v0) for c in closeups.values())
+        hi = max(c.m0 + 4.0 * np.sqrt(c.v0) for c in closeups.values())
+        if f_true_x0 is not None:
+            lo, hi = min(lo, f_true_x0), max(hi, f_true_x0)
+        centre, half = 0.5 * (lo + hi), max(0.5 * (hi - lo), 0.5)
+        f = np.linspace(centre - 1.1 * half, centre + 1.1 * half, 241)
+        with np.errstate(all="ignore"):
+            assign(self.g, {"f": f, "g": np.ravel(forward.value(f[:, None]))})
+        ends = np.array([f[0], f[-1]])
+        peak = 0.0
+        for m in METHODS:
+            c = closeups.get(m)
+            self.items[m].visible = c is not None
+            if c is None:
+                for src in (self.lines[m], self.points[m], self.densities[m]):
+                    assign(src, {k: [] for k in src.data})
+                continue
+            assign(self.lines[m], {"f": ends, "y": c.slope * ends + c.intercept})
+            if c.weights is None:
+                size, fill = [9.0], [1.0]
+            else:
+                w = np.abs(c.weights)
+                size = list(8.0 + 14.0 * np.sqrt(w / w.max()))
+                fill = [0.8 if v >= 0 else 0.0 for v in c.weights]
+            assign(self.points[m], {"f": c.points, "g": c.values, "size": size, "fill": fill})
+            sd = max(np.sqrt(c.v0), 1e-9 * max(1.0, abs(c.m0)))
+            density = np.exp(-0.5 * ((f - c.m0) / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+            peak = max(peak, float(density.max()))
+            assign(self.densities[m], {"f": f, "density": density})
+        self.density_range.end = 3.0 * peak if peak > 0 else 1.0  # densities fill the lower third
+        self.truth.location = f_true_x0 if f_true_x0 is not None else np.nan
+        self.figure.title.text = f"Linearisation at x0 = {x0:.3g} (dotted: true f(x0))" \
+            if f_true_x0 is not None else f"Linearisation at x0 = {x0:.3g}"
+
+
+# layout ---------------------------------------------------------------------------------------
+NOTE_WIDTH = 250
+WIDGETS = {
+    "methods": pn.widgets.CheckButtonGroup, "forward": pn.widgets.Select, "y_prediction": pn.widgets.RadioButtonGroup,
+    **{name: {"type": PromptFloatSlider, "format": "0.0[000]", "step": 0.01}
+       for name in ("variance", "lengthscale", "kappa", "x0")},
+    "noise_variance": {"type": PromptFloatSlider, "format": "0.0[0000]", "step": 0.001},
+    # structural sliders act on release: each intermediate N would redraw the data set
+    **{name: {"type": pn.widgets.IntSlider, "throttled": True} for name in ("n_train", "n_features", "max_iter")},
+}
+
+
+def _note(key):
+    return TextBlock(texts.EXPLAIN[key], width=NOTE_WIDTH, styles={"font-size": "0.85em"})
+
+
+def _view(item, key):
+    if not isinstance(item, pn.viewable.Viewable):
+        item = pn.pane.Bokeh(item, sizing_mode="stretch_width")
+    return pn.Row(item, _note(key), sizing_mode="stretch_width")
+
+
+def controls(lab):
+    """Widgets generated from the settings, grouped, plus the action buttons."""
+    groups = []
+    for title, names in cfg.control_groups().items():
+        widgets = pn.Param(lab.settings, parameters=names, widgets=WIDGETS, show_name=False,
+                           sizing_mode="stretch_width")
+        extra = [lab.expression_message, lab.upload, lab.upload_message] if title.startswith("Data") else []
+        groups.append(pn.Card(widgets, *extra, header=card_header(title), sizing_mode="stretch_width"))
+    actions = pn.Column(pn.Row(lab.learn_button, lab.cancel_button), pn.Row(lab.show_learnt_button, lab.profile_button),
+                        lab.progress, lab.status, lab.download, sizing_mode="stretch_width")
+    return pn.Column(actions, *groups, sizing_mode="stretch_width")
+
+
+def views(lab):
+    """The live views, each with a short explanation beside it."""
+    return pn.Column(
+        lab.badge_pane,
+        _view(lab.latent.figure, "latent"),
+        _view(lab.observation.figure, "observation"),
+        _view(lab.objective.figure, "objective"),
+        _view(lab.closeup.figure, "closeup"),
+        _view(lab.metrics_readout, "metrics"),
+        _view(lab.hyper_readout, "hyper"),
+        _view(lab.profile.figure, "profile"),
+        sizing_mode="stretch_width")
+
+
+def lab_layout(lab):
+    """Controls left, views right: what Jupyter shows for ``LinearizedLab()``."""
+    return pn.Row(pn.Column(controls(lab), width=330), views(lab), sizing_mode="stretch_width")

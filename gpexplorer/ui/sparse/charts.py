@@ -1,0 +1,215 @@
+"""Bokeh charts of objectives: the bound sandwich, the term decomposition (eq. 3.1), the
+optimisation trace, the add-one-inducing-input curves (thesis fig. 3.2) and the M sweep
+(fig. 3.5-3.7). Like ``figures``, each chart rewrites named ColumnDataSources in place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from bokeh.models import ColumnDataSource, FactorRange, Span
+
+from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS, TERMS
+from gpexplorer.ui.sparse.figures import COLORS, _figure, _item, _outside_legend, assign, vertical_marker
+
+SPARSE = ("sor", "dtc", "fitc", "vfe")
+TERM_LABELS = {"complexity": "complexity", "data_fit": "data fit", "trace": "trace", "total": "total"}
+TERM_COLORS = {"complexity": "#9467bd", "data_fit": "#2ca02c", "trace": "#ff7f0e", "total": "#000000"}
+DASHES = {"exact": "solid", "vfe": "solid", "fitc": "dashed", "dtc": "dotted", "sor": "dotdash"}
+
+
+class SandwichChart:
+    """One row per approximation at its parameters: its evidence (dot), the exact log p(y) and
+    Titsias' upper bound at the same parameters (the bar between them). VFE's dot must sit left
+    of the bar (eq. 2.37 <= log p(y) <= eq. 2.38); a dot right of the bar is flagged red."""
+
+    def __init__(self):
+        self.rows = FactorRange(factors=[LABELS[n] for n in reversed(SPARSE)])
+        fig = _figure("sandwich", "Bound sandwich: evidence vs exact log p(y) and upper bound", 250,
+                      y_range=self.rows)
+        fig.xaxis.axis_label = "log marginal likelihood (or bound)"
+        legend = _outside_legend(fig)
+        self.bar = ColumnDataSource({"row": [], "exact": [], "upper": []}, name="sandwich-bar")
+        r_bar = fig.hbar(y="row", left="exact", right="upper", height=0.35, source=self.bar,
+                         fill_color="#cccccc", line_color="#888888")
+        self.exact = ColumnDataSource({"row": [], "x": []}, name="sandwich-exact")
+        r_exact = fig.scatter("x", "row", source=self.exact, marker="dash", size=22, angle=np.pi / 2,
+                              line_width=3, color="black")
+        self.evidence = ColumnDataSource({"row": [], "x": [], "color": [], "line": []}, name="sandwich-evidence")
+        r_ev = fig.scatter("x", "row", source=self.evidence, size=13, fill_color="color", line_color="line",
+                           line_width=3)
+        self.tight = ColumnDataSource({"row": [], "x": []}, name="sandwich-tight")
+        r_tight = fig.scatter("x", "row", source=self.tight, marker="inverted_triangle", size=12, color="#555555")
+        legend.items.extend([_item("exact .. upper bound", [r_bar]), _item("exact log p(y)", [r_exact]),
+                             _item("approximation", [r_ev])])
+        self.tight_item = _item("upper bound, Z optimised", [r_tight], visible=False)
+        legend.items.append(self.tight_item)
+        self.figure = fig
+
+    def update(self, comparison):
+        rows, bar, exact, tight = [], {"row": [], "exact": [], "upper": []}, {"row": [], "x": []}, {"row": [], "x": []}
+        ev = {"row": [], "x": [], "color": [], "line": []}
+        for name in APPROXIMATIONS:
+            r = comparison.results.get(name)
+            if r is None or r.error:
+                continue
+            row = LABELS[name]
+            rows.append(row)
+            exact["row"].append(row), exact["x"].append(r.exact_at_params)
+            if name != "exact":
+                above = r.log_evidence > r.tightest_upper_bound
+                if np.isfinite(r.tightened_upper_bound):
+                    tight["row"].append(row), tight["x"].append(r.tightened_upper_bound)
+                bar["row"].append(row), bar["exact"].append(r.exact_at_params), bar["upper"].append(r.upper_bound)
+                ev["row"].append(row), ev["x"].append(r.log_evidence), ev["color"].append(COLORS[name])
+                ev["line"].append("red" if above else COLORS[name])
+        self.rows.factors = list(reversed(rows)) or ["-"]
+        for source, data in ((self.bar, bar), (self.exact, exact), (self.evidence, ev), (self.tight, tight)):
+            assign(source, data)
+        self.tight_item.visible = bool(tight["x"])
+
+
+class TermsChart:
+    """Eq. 3.1's terms of log p(y) (or the bound) for every approximation, side by side."""
+
+    def __init__(self):
+        self.x_range = FactorRange(factors=[("VFE", "complexity")])
+        fig = _figure("terms", "Terms of the objective (eq. 3.1, constant omitted)", 260, x_range=self.x_range)
+        fig.xaxis.major_label_orientation = 0.9
+        self.source = ColumnDataSource({"x": [], "value": [], "color": []}, name="terms-bars")
+        fig.vbar(x="x", top="value", width=0.8, source=self.source, fill_color="color", line_color="color")
+        self.figure = fig
+
+    def update(self, comparison):
+        xs, values, colors = [], [], []
+        for name, r in comparison.results.items():
+            if r.error:
+                continue
+            for t in TERMS:
+                if t == "trace" and name != "vfe":
+                    continue
+                xs.append((LABELS[name], TERM_LABELS[t])), values.append(r.terms[t]), colors.append(TERM_COLORS[t])
+        self.x_range.factors = xs or [("-", "-")]
+        self.source.data = {"x": xs, "value": values, "color": colors}
+
+
+class _Series:
+    """Many labelled lines in one multi_line renderer (one Bokeh glyph, legend by label).
+
+    One renderer instead of one per series keeps page construction fast: Bokeh model creation
+    dominated the lab's start-up with 80 renderers."""
+
+    def __init__(self, fig, name):
+        self.source = ColumnDataSource({"xs": [], "ys": [], "color": [], "dash": [], "label": []}, name=name)
+        fig.multi_line(xs="xs", ys="ys", line_color="color", line_dash="dash", line_width=2,
+                       legend_field="label", source=self.source)
+        legend = fig.legend[0]
+        legend.click_policy, legend.location, legend.label_text_font_size = "hide", "top_left", "9pt"
+        fig.center.remove(legend)
+        fig.add_layout(legend, "right")  # beside the plot, never over the lines
+        self._pending = None
+
+    def __enter__(self):
+        self._pending = {k: [] for k in self.source.data}
+        return self
+
+    def add(self, x, y, color, dash, label):
+        for k, v in zip(("xs", "ys", "color", "dash", "label"), (np.asarray(x), np.asarray(y), color, dash, label)):
+            self._pending[k].append(v)
+
+    def __exit__(self, *exc):
+        assign(self.source, self._pending)
+        self._pending = None
+
+    def get(self, label):
+        """(x, y) of the series called ``label`` (for tests and exports)."""
+        i = list(self.source.data["label"]).index(label)
+        return self.source.data["xs"][i], self.source.data["ys"][i]
+
+    @property
+    def labels(self):
+        return list(self.source.data["label"])
+
+
+class TraceCharts:
+    """Log evidence and its terms against L-BFGS-B iteration; a marker follows the replay slider."""
+
+    def __init__(self):
+        fig = _figure("trace", "Optimisation trace: objective against iteration", 260)
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "iteration", "log p(y) (or bound)"
+        self.objective = _Series(fig, "trace-objective")
+        terms = _figure("trace-terms", "Terms against iteration", 280)
+        terms.xaxis.axis_label, terms.yaxis.axis_label = "iteration", "term of log p(y)"
+        self.terms = _Series(terms, "trace-terms-curves")
+        self.figure, self.terms_figure = fig, terms
+        self.markers = [vertical_marker(fig), vertical_marker(terms)]
+
+    def update(self, outcomes):
+        outcomes = outcomes or {}
+        with self.objective as series:
+            for a, o in outcomes.items():
+                series.add(np.arange(len(o.log_evidence)), o.log_evidence, COLORS[a], "solid", LABELS[a])
+        with self.terms as series:
+            for a, o in outcomes.items():
+                for t in TERMS:
+                    if t != "trace" or a == "vfe":
+                        series.add(np.arange(len(o.terms)), [d[t] for d in o.terms], TERM_COLORS[t], DASHES[a],
+                                   f"{LABELS[a]} {TERM_LABELS[t]}")
+
+    def mark(self, iteration):
+        for m in self.markers:
+            m.location = iteration
+
+
+class AddOneChart:
+    """Thesis fig. 3.2: change of each term when one inducing input is added at z*."""
+
+    def __init__(self):
+        fig = _figure("add-one", "Adding one inducing input at z*: change of each term", 300)
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "z*", "change in log p(y) term"
+        fig.add_layout(Span(location=0, dimension="width", line_color="#888888", line_width=1))
+        self.series = _Series(fig, "add-one-curves")
+        self.figure = fig
+
+    def update(self, curves):
+        with self.series as series:
+            for a, c in curves.items():
+                z = np.asarray(c["candidates"])[:, 0]
+                for t in TERMS + ("total",):
+                    if t != "trace" or a == "vfe":
+                        series.add(z, c["delta"][t], TERM_COLORS[t], DASHES[a], f"{LABELS[a]} {TERM_LABELS[t]}")
+
+
+class SweepCharts:
+    """Thesis fig. 3.5-3.7: optimised objective, noise, NLPD and SMSE against M; upper bound."""
+
+    QUANTITIES = (("log_marginal_likelihood", "objective"), ("noise_variance", "noise variance"),
+                  ("nlpd", "NLPD"), ("smse", "SMSE"))
+
+    def __init__(self):
+        self.figures, self.series, self.exact_lines = [], {}, {}
+        for key, label in self.QUANTITIES:
+            fig = _figure(f"sweep-{key}", f"{label} against M", 230)
+            fig.xaxis.axis_label, fig.yaxis.axis_label = "M", label
+            self.series[key] = _Series(fig, f"sweep-{key}-curves")
+            span = Span(location=np.nan, dimension="width", line_color="black", line_dash="dotted", line_width=2)
+            fig.add_layout(span)
+            self.exact_lines[key] = span
+            self.figures.append(fig)
+
+    def update(self, sweep):
+        rows = sweep.get("rows", []) if sweep else []
+        for key, series in self.series.items():
+            with series:
+                for a in ("fitc", "vfe"):
+                    mine = [r for r in rows if r["approximation"] == a]
+                    if mine:
+                        series.add([r["M"] for r in mine], [r[key] for r in mine], COLORS[a], "solid", LABELS[a])
+                        if key == "log_marginal_likelihood":
+                            series.add([r["M"] for r in mine], [r["upper_bound"] for r in mine], COLORS[a],
+                                       "dashed", f"upper bound at {LABELS[a]}'s optimum")
+                            if "upper_bound_tightened" in mine[0]:
+                                series.add([r["M"] for r in mine], [r["upper_bound_tightened"] for r in mine],
+                                           COLORS[a], "dotted", "same, Z optimised for the bound")
+        exact = (sweep or {}).get("exact") or {}
+        for key, span in self.exact_lines.items():
+            span.location = float(exact[key]) if key in exact else np.nan

@@ -1,0 +1,426 @@
+"""The sparse-regression lab: FITC, VFE, DTC, SoR and the exact GP side by side, live.
+
+``SparseRegressionLab`` is a Panel Viewer. Everything a user sets lives in its own
+:class:`LabSettings` (one per session, mirrored in the URL); every change re-evaluates all
+objectives and rewrites the figures' data sources in place. Fits and M sweeps run as
+:class:`BackgroundJob` s polled from the session's event loop.
+
+Modes: "manual" shows every approximation at the shared parameters (sliders + the draggable
+inducing inputs); "fitted" shows each approximation at its own optimised parameters, at the
+iteration chosen by the replay slider. Moving a slider or dragging returns to manual mode;
+a finished fit writes the reference approximation's optimum back into the sliders, so the
+next fit starts warm from there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+
+import numpy as np
+import panel as pn
+import param
+import threadpoolctl
+
+from gpexplorer.sparse import studies
+from gpexplorer.sparse.comparison import LABELS, badges, build_model, compare, default_grid, parameter_key
+from gpexplorer.sparse.joint_fit import fit_all
+from gpexplorer.ui.sparse import settings as cfg
+from gpexplorer.ui.sparse.charts import AddOneChart, SandwichChart, SweepCharts, TermsChart, TraceCharts
+from gpexplorer.ui.sparse.figures import PosteriorFigure, PredictedVsTrueFigure, SplitFigure
+from gpexplorer.ui.jobs import JobControls, JobPoller
+from gpexplorer.ui.layout import PromptButton, lab_layout
+from gpexplorer.ui.markup import TextBlock
+from gpexplorer.ui.readouts import badges_html, bounds_html, noise_html, status_html, upload_html
+from gpexplorer.ui.sparse.texts import TABS
+
+ADD_ONE_CANDIDATES = 80
+TIGHTEN_ITERATIONS = 150
+
+
+def _single_threaded_blas():
+    # A Panel server runs many sessions on 2 cores; OpenBLAS threads on 200 x 200 problems
+    # thrash (measured: 2.9 s vs 66 ms for one full comparison on a busy machine).
+    threadpoolctl.threadpool_limits(1, user_api="blas")
+
+
+def _reference(names):
+    """The approximation whose optimum is written back into the sliders after a fit."""
+    return next(n for n in ("vfe", "fitc", "dtc", "sor", "exact") if n in names)
+
+
+def _after_this_tick(update):
+    """Run ``update`` on the session's next tick (at once outside a server).
+
+    Text readouts change their Div's height, so BokehJS re-lays out the page when one arrives;
+    sent after the plot data, they no longer hold back the updated plot (measured: slider
+    release to new VFE mean 146-173 ms with the texts first, 112-115 ms before they were Divs)."""
+    doc = pn.state.curdoc
+    if doc is not None and doc.session_context is not None:
+        doc.add_next_tick_callback(update)
+    else:
+        update()
+
+
+class SparseRegressionLab(JobControls, pn.viewable.Viewer):
+    """The FITC-vs-VFE dashboard; ``SparseRegressionLab()`` in Jupyter or a served app file."""
+
+    mode = param.Selector(default="manual", objects=["manual", "fitted"])
+    replay = param.Integer(default=0, bounds=(0, 1), doc="Optimisation iterate shown")
+    view_tab = param.Selector(default="trace", objects=list(TABS), doc="Tab shown below the main views")
+    one_dimensional = param.Boolean(default=True, doc="Inputs are 1-D: posterior plot, not predicted-vs-true")
+
+    def __init__(self, **params):
+        _single_threaded_blas()
+        self.settings = cfg.LabSettings()
+        super().__init__(**params)
+        self.dataset, self.uploaded, self.error, self.url_warning = None, None, None, None
+        self.Z = None  # shared inducing inputs [M, D]
+        self.fits, self.fit_start, self.sweep = None, None, None
+        self.tightened = {}  # parameter_key -> upper bound with Z optimised for it
+        self.comparison, self.jobs, self._quiet = None, JobPoller(), False
+        self._stale_tabs = set()
+        self._build_components()
+        self._sync_url()
+        # Served, the first evaluation (numba's cache load included) runs just after the page's HTML
+        # has gone out, while the browser parses its scripts: the document it then pulls has the data.
+        _after_this_tick(self._reload)
+        self.settings.param.watch(self._on_settings, cfg.url_parameters() + ["inducing_inputs"])
+
+    # construction ----------------------------------------------------------------------
+    def _build_components(self):
+        self.posterior = PosteriorFigure()
+        self.sandwich, self.terms, self.trace = SandwichChart(), TermsChart(), TraceCharts()
+        self.posterior.inducing.on_change("data", self._on_drag)
+        self.bounds_readout = TextBlock()
+        self.noise_readout = TextBlock()
+        self.badge_pane = TextBlock()
+        self.status = TextBlock(status_html("idle", ""))
+        self.progress = pn.indicators.Progress(value=0, max=100, visible=False, sizing_mode="stretch_width")
+        self.fit_button = PromptButton(label="Optimise", color="primary")
+        self.sweep_button = pn.widgets.Button(label="Run M sweep", color="default")
+        self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", disabled=True)
+        self.reset_button = pn.widgets.Button(label="Re-initialise Z")
+        self.tighten_button = pn.widgets.Button(label="Tighten upper bound")
+        self.tighten_button.on_click(lambda _: self.start_tighten())
+        self.fit_button.on_click(lambda _: self.start_fit())
+        self.sweep_button.on_click(lambda _: self.start_sweep())
+        self.cancel_button.on_click(lambda _: self.cancel_job())
+        self.reset_button.on_click(lambda _: self._reinitialise_Z())
+        self.upload = pn.widgets.FileInput(accept=".csv,text/csv", label="CSV upload (x..., y; max 2 MB)")
+        self.upload.param.watch(self._on_upload, "value")
+        self.upload_message = TextBlock()
+        self.replay_slider = pn.widgets.IntSlider.from_param(self.param.replay, label="Replay iteration",
+                                                             disabled=True)
+        self.download = pn.widgets.FileDownload(callback=self._state_json, filename="gpexplorer-state.json",
+                                                label="Download state (JSON)", color="light")
+
+    # views out of sight are built on first use: Bokeh model construction dominated start-up
+    @functools.cached_property
+    def pvt(self):
+        return PredictedVsTrueFigure()
+
+    @functools.cached_property
+    def split(self):
+        return SplitFigure()
+
+    @functools.cached_property
+    def add_one(self):
+        return AddOneChart()
+
+    @functools.cached_property
+    def sweep_charts(self):
+        return SweepCharts()
+
+    def _sync_url(self):
+        location = pn.state.location
+        if location is not None and pn.state.curdoc is not None:
+            location.sync(self.settings, {p: p for p in cfg.url_parameters() + ["inducing_inputs"]},
+                          on_error=self._bad_url)
+
+    def _bad_url(self, mapped):
+        self.url_warning = (f"ignored invalid URL values {mapped}: each must be within its control's "
+                            "range and type")
+        if self.comparison is not None:
+            self.refresh()
+
+    # data, Z and settings --------------------------------------------------------------
+    def _reload(self):
+        """Structural change: new data set or new initial Z; fits and sweeps are discarded."""
+        self.cancel_job()
+        self.fits, self.fit_start, self.sweep, self.mode = None, None, None, "manual"
+        self.param.replay.bounds = (0, 1)  # Bokeh rejects a slider with start == end
+        self.replay_slider.disabled = True
+        try:
+            self.dataset = cfg.load_dataset(self.settings, self.uploaded)
+            url_Z = self._url_Z()
+            self.Z = url_Z if url_Z is not None else cfg.initial_Z(self.dataset, self.settings)
+            self.error = None
+        except ValueError as err:  # keep showing the previous data set, with the reason why
+            self.error = str(err)
+        self.trace.update(None)
+        if "sweep_charts" in self.__dict__:
+            self.sweep_charts.update(None)
+        self.refresh()
+
+    def _url_Z(self):
+        Z = self.settings.inducing_inputs
+        if not Z or self.dataset is None or self.dataset.input_dim != 1:
+            return None
+        return np.asarray(Z, dtype=float)[:, None]
+
+    def _reinitialise_Z(self):
+        self.settings.inducing_inputs = []
+        self._reload()
+
+    def _on_settings(self, *events):
+        if self._quiet:
+            return
+        names = {e.name for e in events}
+        if names & set(cfg.STRUCTURAL):
+            with self._silenced():
+                self.settings.inducing_inputs = []
+            self._reload()
+            return
+        if names & set(cfg.HYPERPARAMETERS) or "inducing_inputs" in names:
+            self.mode = "manual"
+            if "inducing_inputs" in names and self._url_Z() is not None:
+                self.Z = self._url_Z()
+        self.refresh()
+
+    def _on_drag(self, attr, old, new):
+        if self._quiet or self.dataset is None or self.dataset.input_dim != 1:
+            return
+        x = np.asarray(new.get("x", []), dtype=float)
+        if len(x) != len(self.Z) or not np.all(np.isfinite(x)):
+            return
+        self.settings.inducing_inputs = [round(float(v), 6) for v in x]  # -> _on_settings -> refresh
+
+    def _on_upload(self, event):
+        try:
+            self.uploaded = cfg.parse_upload(event.new, self.upload.filename or "upload.csv")
+        except ValueError as err:
+            self.upload_message.object = upload_html(error=err)
+            return
+        self.upload_message.object = upload_html(dataset=self.uploaded)
+        if self.settings.dataset == "upload":
+            self._reload()
+        else:
+            self.settings.dataset = "upload"
+
+    # evaluation ------------------------------------------------------------------------
+    def parameter_sets(self):
+        """name -> ParameterSet shown now (shared, or each fit's at the replayed iteration)."""
+        names = self.settings.approximations
+        if self.mode == "fitted" and self.fits:
+            out = {}
+            for name in names:
+                o = self.fits.get(name)
+                out[name] = o.trace[min(self.replay, len(o.trace) - 1)] if o else self._shared()
+            return out
+        shared = self._shared()
+        return {name: shared for name in names}
+
+    def _shared(self):
+        return cfg.shared_parameters(self.dataset, self.settings, self.Z)
+
+    def refresh(self):
+        """Re-evaluate every objective and rewrite every live view (no optimisation)."""
+        if self.dataset is None:
+            self._show_error()
+            return
+        ds = self.dataset
+        try:
+            psets = self.parameter_sets()
+            inputs = default_grid(ds.X) if ds.input_dim == 1 else ds.X_test
+            fitted_noise = ({n: o.final.noise_variance for n, o in self.fits.items()}
+                            if self.fits and self.mode == "fitted" else None)
+            self.comparison = compare(ds, psets, inputs, n_samples=3 if self.settings.show_samples else 0,
+                                      fitted_noise=fitted_noise)
+            self._attach_tightened(fitted_noise)
+        except ValueError as err:
+            self.error = str(err)
+            self._show_error()
+            return
+        self._update_views(psets)
+
+    def _attach_tightened(self, fitted_noise):
+        found = False
+        for r in self.comparison.results.values():
+            value = self.tightened.get(parameter_key(r.params)) if r.name != "exact" else None
+            if value is not None:
+                r.tightened_upper_bound, found = value, True
+        if found:
+            self.comparison.badges = badges(self.comparison.results, fitted_noise)
+
+    def _update_views(self, psets):
+        ds, c, s = self.dataset, self.comparison, self.settings
+        # not batched with pn.io.hold(): BokehJS 3.9 then fails to decode the combined patch after a
+        # fit ("RangeError: Offset is outside the bounds of the DataView"); unchanged sources are
+        # skipped instead (figures.assign)
+        with self._silenced():
+            if ds.input_dim == 1:
+                fitted_Z = ({n: p.Z for n, p in psets.items() if p.Z is not None}
+                            if self.mode == "fitted" else None)
+                start_Z = self.fit_start.Z if self.mode == "fitted" and self.fit_start else None
+                self.posterior.update(ds.X[:, 0], ds.y, c, s.band, self.Z, fitted_Z, start_Z, s.show_samples)
+            else:
+                self.pvt.update(ds.y_test, c)
+            self.sandwich.update(c)
+            self.terms.update(c)
+            self.trace.mark(self.replay if self.mode == "fitted" else -1)
+            self._stale_tabs = {"add_one", "split"}
+            self._update_tab()
+            self.one_dimensional = ds.input_dim == 1
+        texts = (bounds_html(c), noise_html(c, self.fits if self.mode == "fitted" else None),
+                 badges_html(c.badges, self._problems()))
+        _after_this_tick(lambda: self._show_readouts(*texts))
+
+    def _show_readouts(self, bounds, noise, badge_list):
+        self.bounds_readout.object = bounds
+        self.noise_readout.object = noise
+        self.badge_pane.object = badge_list
+
+    @param.depends("view_tab", watch=True)
+    def _update_tab(self):
+        """Views in tabs are computed when their tab is shown, not on every change."""
+        tab = self.view_tab
+        if tab not in self._stale_tabs or self.comparison is None:
+            return
+        self._stale_tabs.discard(tab)
+        if self.dataset.input_dim != 1:
+            (self.split.clear if tab == "split" else self.add_one.update)(
+                "g/h split: 1-D inputs only" if tab == "split" else {})
+        elif tab == "split":
+            self._update_split(self.parameter_sets())
+        else:
+            self._update_add_one(self.parameter_sets())
+
+    def _update_split(self, psets):
+        name = self.settings.split_of
+        p = psets.get(name) or self._shared()
+        try:
+            grid = self.comparison.inputs
+            g, gv, hv = build_model(self.dataset, name, p).predict_components(grid)
+            self.split.update(grid[:, 0], self.dataset.X[:, 0], self.dataset.y, g, gv, hv, LABELS[name])
+        except ValueError as err:
+            self.split.clear(f"g/h split unavailable: {err}")
+
+    def _update_add_one(self, psets):
+        X = self.dataset.X
+        lo, hi = default_grid(X, 2)[:, 0]
+        candidates = np.linspace(lo, hi, ADD_ONE_CANDIDATES)[:, None]
+        curves = {}
+        for name, p in psets.items():
+            if name != "exact" and p.Z is not None:
+                curves[name] = studies.add_one_inducing_curve(X, self.dataset.y, p.kernel, p.noise_variance,
+                                                              p.Z, name, candidates)
+        self.add_one.update(curves)
+
+    def _problems(self):
+        return "; ".join(p for p in (self.error, self.url_warning) if p) or None
+
+    def _show_error(self):
+        self.badge_pane.object = badges_html([], self._problems())
+
+    # background jobs -------------------------------------------------------------------
+    def start_fit(self):
+        if self.dataset is None or self._busy():
+            return
+        s, ds = self.settings, self.dataset
+        start = self._shared().copy()
+        names = [n for n in s.approximations if n != "exact"] or ["vfe"]
+        reference = _reference(["exact", *names])
+        # warm start: the sliders and Z hold the reference fit's optimum (plus the user's edits);
+        # every other approximation continues from its own previous optimum
+        warm = {n: o.final for n, o in (self.fits or {}).items() if n != reference}
+        kw = dict(fixed=cfg.fixed_names(s), restarts=s.restarts, max_iter=s.max_iter, seed=s.seed,
+                  vfe_from_fitc=s.vfe_from_fitc, warm=warm)
+        self.fit_start = start
+        self._start_job("fit", lambda job: fit_all(ds, start, names, report=job.report, **kw))
+
+    def start_sweep(self):
+        if self.dataset is None or self._busy():
+            return
+        s, ds, p = self.settings, self.dataset, self._shared()
+        Ms = sorted(set(np.linspace(1, min(s.sweep_max_M, ds.n), 12).round().astype(int).tolist()))
+        self._start_job("sweep", lambda job: studies.m_sweep(
+            ds, p.kernel, p.noise_variance, Ms, z_init=s.z_init, seed=s.seed, max_iter=s.max_iter,
+            progress=job.report, cancelled=lambda: job.cancelled, tighten_upper_bound=TIGHTEN_ITERATIONS))
+
+    def start_tighten(self):
+        """Minimise the upper bound over its own Z at each shown approximation's parameters."""
+        if self.dataset is None or self._busy():
+            return
+        ds = self.dataset
+        todo = {parameter_key(p): p for n, p in self.parameter_sets().items() if n != "exact"}
+
+        def tighten(job):
+            out = {}
+            for k, (key, p) in enumerate(todo.items()):
+                job.report(k / len(todo), f"tightening bound {k + 1} of {len(todo)}")
+                out[key] = build_model(ds, "vfe", p).tightened_upper_bound(TIGHTEN_ITERATIONS)[0]
+            return out
+
+        self._start_job("tighten", tighten)
+
+    def _job_buttons(self):
+        return (self.fit_button, self.sweep_button, self.tighten_button)
+
+    def _job_finished(self, state, job):
+        if state == "done":
+            {"fit": self._apply_fit, "sweep": self._apply_sweep, "tighten": self._apply_tighten}[job.name](job.result)
+            self.status.object = status_html("done", f"{job.name} finished in {job.elapsed:.2f} s")
+        else:
+            self.status.object = status_html(state, f"{job.name} {state}: {job.error or ''}")
+
+    def _apply_fit(self, outcomes):
+        self.fits = outcomes
+        longest = max(len(o.trace) for o in outcomes.values()) - 1
+        reference = outcomes[_reference(outcomes)]
+        with self._silenced():
+            self.param.replay.bounds = (0, max(longest, 1))
+            self.replay = longest
+            self.mode = "fitted"
+            if reference.final.Z is not None and self.dataset.input_dim == 1:
+                self.Z = np.array(reference.final.Z)
+        self.refresh()  # the plots first: they are what the user is waiting for
+        with self._silenced():
+            cfg.adopt(self.settings, reference.final)  # warm start for the next fit
+            if reference.final.Z is not None and self.dataset.input_dim == 1:
+                self.settings.inducing_inputs = [round(float(v), 6) for v in self.Z[:, 0]]
+        self.replay_slider.disabled = False
+        self.trace.update(outcomes)
+
+    def _apply_tighten(self, result):
+        self.tightened.update(result)
+        self.refresh()
+
+    def _apply_sweep(self, result):
+        self.sweep = result
+        self.sweep_charts.update(result)
+
+    @param.depends("replay", watch=True)
+    def _on_replay(self):
+        if self._quiet or not self.fits:
+            return
+        self.mode = "fitted"
+        self.refresh()
+
+    # helpers ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _silenced(self):
+        """Programmatic updates inside this block do not re-trigger the change handlers."""
+        before, self._quiet = self._quiet, True
+        try:
+            yield
+        finally:
+            self._quiet = before
+
+    def _state_json(self):
+        fitted = {n: o.final for n, o in self.fits.items()} if self.fits else None
+        return io.StringIO(cfg.to_json(self.settings, self.Z, fitted))
+
+    def __panel__(self):
+        return lab_layout(self)

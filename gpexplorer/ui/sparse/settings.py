@@ -1,0 +1,167 @@
+"""The sparse-regression lab's configuration as Param parameters.
+
+Widgets are generated from these parameters (``pn.Param``), the URL query string mirrors them
+(``pn.state.location.sync``) and the JSON export serialises them, so one object is the single
+source of truth for what a user chose. Turning settings into a dataset, a kernel and initial
+inducing inputs lives here too, as plain functions the tests call without a browser.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import param
+
+from gpexplorer import datasets, kernels
+from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS, ParameterSet
+from gpexplorer.inducing.placement import initial_inducing_inputs
+from gpexplorer.ui.uploads import read_upload
+
+DATASETS = {"Snelson (200)": "snelson", "Snelson-100": "snelson100", "mcycle": "mcycle",
+            "1-D synthetic": "synthetic1d", "4-D problem (thesis 3.2.4)": "thesis4d",
+            "Uploaded CSV": "upload"}
+KERNELS = {"Squared exponential": "se", "Matern 1/2": "matern12", "Matern 3/2": "matern32",
+           "Matern 5/2": "matern52", "Rational quadratic": "rq", "Periodic": "periodic"}
+MAX_UPLOAD_ROWS = 20_000
+MAX_EXACT_N = 3000  # the exact GP is O(N^3); larger uploads are refused with a message
+
+# parameters that define the problem: changing one discards fits and sweeps
+STRUCTURAL = ("dataset", "n_points", "data_noise", "data_seed", "kernel", "M", "z_init", "seed")
+HYPERPARAMETERS = ("variance", "lengthscale", "alpha", "period", "noise_variance")
+KERNEL_EXTRAS = {"rq": ("alpha",), "periodic": ("period",)}
+
+
+class LabSettings(param.Parameterized):
+    """Everything a user can set on the sparse-regression page."""
+
+    dataset = param.Selector(default="snelson", objects=DATASETS, doc="Data set to fit")
+    n_points = param.Integer(default=200, bounds=(10, 2000), doc="N for the 1-D synthetic data")
+    data_noise = param.Number(default=0.09, bounds=(1e-4, 1.0), doc="Noise variance of the synthetic data")
+    data_seed = param.Integer(default=0, bounds=(0, 10_000), doc="Seed of the synthetic data")
+    kernel = param.Selector(default="se", objects=KERNELS, doc="Covariance function")
+    variance = param.Number(default=1.0, bounds=(1e-4, 1e3), softbounds=(0.01, 5.0), doc="Signal variance")
+    lengthscale = param.Number(default=0.5, bounds=(1e-3, 1e3), softbounds=(0.02, 5.0), doc="Lengthscale")
+    alpha = param.Number(default=1.0, bounds=(1e-3, 1e3), softbounds=(0.05, 10.0), precedence=-1,
+                         doc="Rational-quadratic shape")
+    period = param.Number(default=1.0, bounds=(1e-3, 1e3), softbounds=(0.05, 10.0), precedence=-1,
+                          doc="Period of the periodic kernel")
+    noise_variance = param.Number(default=0.09, bounds=(1e-6, 1e3), softbounds=(1e-4, 2.0),
+                                  doc="Likelihood noise variance")
+    M = param.Integer(default=15, bounds=(1, 200), softbounds=(1, 60), doc="Number of inducing inputs")
+    z_init = param.Selector(default="random", objects=["even", "random", "kmeans"],
+                            doc="Initial placement of the inducing inputs")
+    seed = param.Integer(default=0, bounds=(0, 10_000), doc="Seed for the initial inducing inputs")
+    approximations = param.ListSelector(default=["exact", "fitc", "vfe"], objects={LABELS[a]: a for a in APPROXIMATIONS},
+                                        doc="Approximations shown at once")
+    band = param.Selector(default="y", objects={"2 sigma of y": "y", "2 sigma of f": "f"},
+                          doc="What the shaded bands show")
+    show_samples = param.Boolean(default=False, doc="Draw posterior samples of f")
+    optimise_kernel = param.Boolean(default=True, doc="Optimise the kernel hyperparameters")
+    optimise_noise = param.Boolean(default=True, doc="Optimise the noise variance")
+    optimise_Z = param.Boolean(default=True, doc="Optimise the inducing inputs")
+    restarts = param.Integer(default=0, bounds=(0, 10), doc="Random restarts per fit")
+    max_iter = param.Integer(default=300, bounds=(1, 5000), softbounds=(1, 1000), doc="L-BFGS-B iterations")
+    vfe_from_fitc = param.Boolean(default=False, doc="Start VFE from FITC's optimum (thesis 3.2.5)")
+    sweep_max_M = param.Integer(default=30, bounds=(2, 200), softbounds=(2, 60), doc="Largest M of the sweep")
+    inducing_inputs = param.List(default=[], item_type=float, precedence=-1,
+                                 doc="Inducing inputs set by dragging (1-D); empty = initialise")
+    split_of = param.Selector(default="vfe", objects=["vfe", "fitc", "dtc", "sor"],
+                              doc="Approximation whose g/h split is drawn")
+
+    @param.depends("kernel", watch=True, on_init=True)
+    def _show_kernel_extras(self):
+        for name in ("alpha", "period"):
+            self.param[name].precedence = 1 if name in KERNEL_EXTRAS.get(self.kernel, ()) else -1
+
+
+def control_groups():
+    """Parameter names of each control panel, in display order."""
+    return {
+        "Data": ["dataset", "n_points", "data_noise", "data_seed"],
+        "Model": ["kernel", "variance", "lengthscale", "alpha", "period", "noise_variance"],
+        "Inducing inputs": ["M", "z_init", "seed"],
+        "Show": ["approximations", "band", "show_samples", "split_of"],
+        "Optimisation": ["optimise_kernel", "optimise_noise", "optimise_Z", "restarts", "max_iter",
+                         "vfe_from_fitc", "sweep_max_M"],
+    }
+
+
+def url_parameters():
+    """Settings mirrored in the URL query string (all of them)."""
+    return [name for group in control_groups().values() for name in group]
+
+
+def make_kernel(s: LabSettings):
+    kw = {"variance": s.variance, "lengthscale": s.lengthscale}
+    kw.update({name: getattr(s, name) for name in KERNEL_EXTRAS.get(s.kernel, ())})
+    return kernels.KERNELS[s.kernel](**kw)
+
+
+def load_dataset(s: LabSettings, uploaded=None):
+    """The chosen dataset; ``uploaded`` is the Dataset parsed from the user's CSV (or None)."""
+    if s.dataset == "upload":
+        if uploaded is None:
+            raise ValueError("no CSV uploaded yet: choose a file with columns x..., y")
+        return uploaded
+    if s.dataset == "synthetic1d":
+        return datasets.synthetic1d(n=s.n_points, noise_variance=s.data_noise, seed=s.data_seed)
+    if s.dataset == "thesis4d":
+        return datasets.thesis4d(seed=s.data_seed, n_train=400, n_test=400)
+    if s.dataset == "mcycle":
+        return datasets.mcycle(standardize=True)  # raw accelerations (-134..75 g) dwarf unit priors
+    return datasets.load(s.dataset)
+
+
+def parse_upload(contents: bytes, filename: str = "upload.csv"):
+    """The sparse lab's upload: at most MAX_EXACT_N rows, since every view compares with the exact GP."""
+    ds = read_upload(contents, filename, MAX_UPLOAD_ROWS, min_rows=2)
+    if ds.n > MAX_EXACT_N:
+        raise ValueError(f"{filename} has {ds.n} rows; the lab compares against the exact GP, "
+                         f"so at most {MAX_EXACT_N} rows are accepted")
+    return ds
+
+
+def initial_Z(ds, s: LabSettings):
+    return initial_inducing_inputs(ds.X, s.M, s.z_init, s.seed)
+
+
+def shared_parameters(ds, s: LabSettings, Z) -> ParameterSet:
+    kernel = make_kernel(s)
+    if ds.input_dim > 1:
+        kernel.set_params(lengthscale=np.full(ds.input_dim, s.lengthscale))
+    return ParameterSet(kernel, s.noise_variance, np.array(Z, dtype=float))
+
+
+def adopt(s: LabSettings, p: ParameterSet):
+    """Write fitted hyperparameters back into the settings (ARD lengthscales averaged)."""
+    values = {"variance": float(p.kernel.variance), "noise_variance": float(p.noise_variance)}
+    values["lengthscale"] = float(np.mean(p.kernel.lengthscale))
+    for name in KERNEL_EXTRAS.get(s.kernel, ()):
+        values[name] = float(getattr(p.kernel, name))
+    values = {k: float(np.clip(v, *s.param[k].bounds)) for k, v in values.items()}
+    s.param.update(values)
+
+
+def fixed_names(s: LabSettings):
+    out = []
+    if not s.optimise_kernel:
+        out.append("kernel")
+    if not s.optimise_noise:
+        out.append("noise_variance")
+    if not s.optimise_Z:
+        out.append("Z")
+    return tuple(out)
+
+
+def to_json(s: LabSettings, Z=None, fitted=None) -> str:
+    """The state as JSON: settings, the current inducing inputs and any fitted parameters."""
+    state = {"settings": json.loads(s.param.serialize_parameters(subset=url_parameters()))}
+    if Z is not None:
+        state["Z"] = np.asarray(Z).tolist()
+    if fitted:
+        state["fitted"] = {name: {**{k: np.asarray(v).tolist() for k, v in p.kernel.params.items()},
+                                  "noise_variance": p.noise_variance,
+                                  **({"Z": p.Z.tolist()} if p.Z is not None else {})}
+                           for name, p in fitted.items()}
+    return json.dumps(state, indent=1)
