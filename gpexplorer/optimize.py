@@ -1,10 +1,12 @@
-"""Joint maximisation of a model's objective over hyperparameters, noise and Z.
+"""Joint maximisation of a model's objective over hyperparameters, noise and inducing features.
 
-The optimiser sees one flat vector: log of every positive parameter (kernel hyperparameters
-and noise variance) and Z as is, with bounds on the log-parameters. Gradients are chained
-analytically (dF/dlog t = t dF/dt). Any subset can be frozen by name; the group names
-``"kernel"`` (all kernel hyperparameters) and ``"hyperparameters"`` (the same) are accepted.
-Each accepted L-BFGS-B iterate is recorded (objective, terms, parameters) for replay.
+The optimiser sees one flat vector: each parameter through its own transform
+(:class:`gpexplorer.parameters.Parameter`: log of every positive parameter, real ones such as
+inducing inputs as they are), with the parameter's bounds. Gradients are chained analytically
+(dF/dlog t = t dF/dt). Any subset can be frozen by name; the group names ``"kernel"`` (all
+kernel hyperparameters), ``"hyperparameters"`` (the same) and ``"inducing"`` (every parameter
+of the inducing feature) are accepted. Each accepted L-BFGS-B iterate is recorded (objective,
+terms, parameters) for replay.
 """
 
 from __future__ import annotations
@@ -14,19 +16,12 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import functools
 
-from threadpoolctl import ThreadpoolController
-
-from gpexplorer.inducing.placement import random_subset
+from gpexplorer import _threads
 from gpexplorer.linalg import CholeskyError
 
-#: bounds on positive parameters (natural scale); the optimiser works on their logs
-POSITIVE_BOUNDS = (1e-6, 1e6)
-_FAILED = 1e25  # objective returned where the model cannot be evaluated (pushes L-BFGS-B back)
-#: N M^2 above which one objective evaluation is worth BLAS threads (below, threads only add
-#: synchronisation cost; L-BFGS-B's own tiny BLAS calls always run single-threaded)
-_THREADED_WORK = 2e7
+#: objective returned where the model cannot be evaluated (pushes L-BFGS-B back)
+FAILED_OBJECTIVE = 1e25
 
 
 @dataclass
@@ -57,104 +52,114 @@ class FitResult:
         return -self.objective
 
 
-@functools.lru_cache(maxsize=1)
-def _blas_controller():
-    """Process-wide view of the loaded BLAS libraries (building it scans the process: ~6 ms)."""
-    return ThreadpoolController()
-
-
 def _snapshot(params):
     return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in params.items()}
 
 
-class _Packer:
-    """Maps a model's parameter dict to and from the optimiser's flat vector."""
+class Packer:
+    """Maps a model's parameter dict to and from the optimiser's flat vector.
 
-    def __init__(self, params, fixed):
-        self.names = [n for n in params if n not in fixed]
-        self.shapes = {n: np.shape(params[n]) for n in self.names}
+    ``specs`` maps every name to its :class:`gpexplorer.parameters.Parameter` (transform and
+    bounds); names in ``fixed`` are left out of the vector.
+    """
+
+    def __init__(self, specs, values, fixed=()):
+        self.names = [n for n in values if n not in fixed]
+        self.specs = {n: specs[n] for n in self.names}
+        self.shapes = {n: np.shape(values[n]) for n in self.names}
         self.sizes = {n: int(np.prod(self.shapes[n], dtype=int)) for n in self.names}
-        lo, hi = np.log(POSITIVE_BOUNDS)
-        self.bounds = []
+        self.bounds = []  # per entry, (low, high) in optimiser coordinates, None where unbounded
         for n in self.names:
-            self.bounds += [(None, None) if n == "Z" else (lo, hi)] * self.sizes[n]
+            self.bounds += [self.specs[n].free_bounds()] * self.sizes[n]
+
+    def box(self):
+        """(low, high) arrays of the bounds in optimiser coordinates (-inf / inf where unbounded)."""
+        lo = np.array([-math.inf if b[0] is None else b[0] for b in self.bounds])
+        hi = np.array([math.inf if b[1] is None else b[1] for b in self.bounds])
+        return lo, hi
 
     def pack(self, params):
-        parts = []
-        for n in self.names:
-            v = np.asarray(params[n], dtype=float).ravel()
-            parts.append(v if n == "Z" else np.log(np.clip(v, *POSITIVE_BOUNDS)))
+        parts = [self.specs[n].to_free(params[n]) for n in self.names]
         return np.concatenate(parts) if parts else np.zeros(0)
 
     def unpack(self, x):
         out, i = {}, 0
         for n in self.names:
-            v = x[i:i + self.sizes[n]]
+            out[n] = self.specs[n].from_free(x[i:i + self.sizes[n]], self.shapes[n])  # never a view of x
             i += self.sizes[n]
-            v = v.copy() if n == "Z" else np.exp(v)  # never a view of the optimiser's buffer
-            out[n] = v.reshape(self.shapes[n]) if self.shapes[n] else float(v[0])
         return out
 
     def chain(self, values, grads):
         """Flat gradient in optimiser coordinates from natural-parameter gradients."""
-        parts = []
-        for n in self.names:
-            g = np.asarray(grads[n], dtype=float).ravel()
-            parts.append(g if n == "Z" else g * np.asarray(values[n], dtype=float).ravel())
+        parts = [self.specs[n].chain(values[n], grads[n]) for n in self.names]
         return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def _expand_fixed(model, fixed):
+def feature_parameter_names(model):
+    """Names of the model's inducing-feature parameters (none for a model without one)."""
+    feature = getattr(model, "inducing", None)
+    return tuple(feature.parameter_names) if feature is not None else ()
+
+
+def expand_fixed(model, fixed):
+    """The set of parameter names that ``fixed`` (names or groups) freezes."""
     if isinstance(fixed, str):
         fixed = (fixed,)
     names = set(model.parameters)
-    kernel_names = set(model.kernel.param_names)
+    groups = {"kernel": set(model.kernel.param_names), "hyperparameters": set(model.kernel.param_names),
+              "inducing": set(feature_parameter_names(model))}
     out = set()
     for f in fixed:
-        if f in ("kernel", "hyperparameters"):
-            out |= kernel_names
+        if f in groups:
+            out |= groups[f]
         elif f in names:
             out.add(f)
         else:
             raise ValueError(f"cannot fix {f!r}: the model's parameters are {sorted(names)} "
-                             "(or the groups 'kernel'/'hyperparameters')")
+                             "(or the groups 'kernel'/'hyperparameters'/'inducing')")
     return out
 
 
 def _perturbed_start(model, packer, params, rng):
+    """A restart: log-parameters perturbed (sd 0.5), the inducing feature redrawn from the data."""
     start = dict(params)
+    feature_names = feature_parameter_names(model)
+    redrawn = model.inducing.restart_from(model.X, rng) if feature_names else {}
     for n in packer.names:
-        if n == "Z":
-            start[n] = random_subset(model.X, params["Z"].shape[0], rng)
+        if n in redrawn:
+            start[n] = redrawn[n]
+            continue
+        v = np.asarray(params[n], dtype=float)
+        if packer.specs[n].is_log:
+            v = v * np.exp(rng.normal(0.0, 0.5, size=v.shape))
         else:
-            v = np.asarray(params[n], dtype=float)
-            start[n] = v * np.exp(rng.normal(0.0, 0.5, size=v.shape)) if v.shape else float(v * np.exp(rng.normal(0.0, 0.5)))
+            v = v + rng.normal(0.0, 0.5, size=v.shape) * (np.abs(v) + 1.0)
+        start[n] = v if v.shape else float(v)
     return start
 
 
 def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol=None):
     """Minimise F = -log_marginal_likelihood over the free parameters with L-BFGS-B.
 
-    ``restarts`` extra starts perturb the log-hyperparameters (sd 0.5) and redraw Z from the
-    data; the best run is kept and its trace returned. ``callback(entry)`` is called with each
-    TraceEntry; returning True stops the run. The model is left at the best parameters found.
+    ``restarts`` extra starts perturb the log-hyperparameters (sd 0.5) and redraw the inducing
+    feature from the data; the best run is kept and its trace returned. ``callback(entry)`` is
+    called with each TraceEntry; returning True stops the run. The model is left at the best
+    parameters found. BLAS runs on one thread except inside evaluations whose work
+    (``model.evaluation_work``) is above :data:`gpexplorer._threads.THREADED_WORK`.
     """
     if int(max_iter) < 0:
         raise ValueError(f"max_iter must be non-negative; got {max_iter}")
-    fixed = _expand_fixed(model, fixed)
+    fixed = expand_fixed(model, fixed)
     rng = np.random.default_rng(seed)
     initial = _snapshot(model.parameters)
-    packer = _Packer(initial, fixed)
+    packer = Packer(model.parameter_specs, initial, fixed)
     t0 = time.perf_counter()
     runs = []
-    # OpenBLAS threads on L-BFGS-B's length-P vectors cost milliseconds per iteration on a
-    # busy 2-core machine (measured: 6.9 s vs 0.63 s for 1000 FITC iterations on Snelson)
-    controller = _blas_controller()
-    blas_threads = max([lib.num_threads for lib in controller.select(user_api="blas").lib_controllers] or [1])
-    with controller.limit(limits=1, user_api="blas"):
+    threads = _threads.blas_thread_count()
+    with _threads.single_threaded():  # L-BFGS-B's own length-P vectors never want threads
         for start in range(int(restarts) + 1):
             params = initial if start == 0 else _perturbed_start(model, packer, initial, rng)
-            runs.append(_single_run(model, packer, params, max_iter, callback, tol, blas_threads, controller))
+            runs.append(_single_run(model, packer, params, max_iter, callback, tol, threads))
             runs[-1]["start"] = start
     best = min(runs, key=lambda r: r["objective"])
     model.set_parameters(best["params"])
@@ -166,10 +171,10 @@ def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol
     )
 
 
-def _single_run(model, packer, params, max_iter, callback, tol, blas_threads, controller):
+def _single_run(model, packer, params, max_iter, callback, tol, threads):
     model.set_parameters(params)
-    M = model.Z.shape[0] if hasattr(model, "Z") else model.X.shape[0]
-    threaded = blas_threads > 1 and model.X.shape[0] * M * M > _THREADED_WORK
+    work = model.evaluation_work
+    threaded = threads > 1 and work >= _threads.THREADED_WORK
     order = list(params)
     fixed_values = {k: v for k, v in _snapshot(params).items() if k not in packer.names}
     cache = {}  # x bytes -> (F, flat gradient, terms, parameter values); the last few only
@@ -183,9 +188,9 @@ def _single_run(model, packer, params, max_iter, callback, tol, blas_threads, co
         values = packer.unpack(x)
         n_eval[0] += 1
         try:
-            model.set_parameters(values, validate=False)  # exp() of bounded logs: positive, finite
+            model.assign_parameters(values)  # exp() of bounded logs: positive, finite
             if threaded:
-                with controller.limit(limits=blas_threads, user_api="blas"):
+                with _threads.threads_for(work, threads):
                     F, grads, terms = model.objective_and_gradient()
             else:
                 F, grads, terms = model.objective_and_gradient()
@@ -193,7 +198,7 @@ def _single_run(model, packer, params, max_iter, callback, tol, blas_threads, co
             if not (math.isfinite(F) and math.isfinite(g.sum())):
                 raise FloatingPointError
         except (CholeskyError, FloatingPointError, np.linalg.LinAlgError):
-            F, g, terms = _FAILED, np.zeros_like(x), {}
+            F, g, terms = FAILED_OBJECTIVE, np.zeros_like(x), {}
         if len(cache) > 8:
             cache.pop(next(iter(cache)))
         cache[key] = (F, g, terms, values)
@@ -202,8 +207,7 @@ def _single_run(model, packer, params, max_iter, callback, tol, blas_threads, co
     def entry_at(x):
         F, _ = evaluate(x)
         _, _, terms, values = cache[x.tobytes()]
-        snapshot = {k: (values[k].copy() if k == "Z" else values[k]) if k in values else fixed_values[k]
-                    for k in order}
+        snapshot = {k: _copied(values[k]) if k in values else fixed_values[k] for k in order}
         return TraceEntry(len(trace), F, dict(terms), snapshot)
 
     trace = []
@@ -238,3 +242,7 @@ def _single_run(model, packer, params, max_iter, callback, tol, blas_threads, co
     model.set_parameters(final_params)
     return {"params": final_params, "objective": F_final, "success": success, "message": message,
             "n_iter": nit, "n_eval": n_eval[0], "trace": trace}
+
+
+def _copied(value):
+    return value.copy() if isinstance(value, np.ndarray) else value

@@ -1,0 +1,22 @@
+"""Inducing features (thesis ch. 2 and 4) and where to place them.
+
+A feature holds its arrays and names its parameters; :mod:`gpexplorer.covariances` knows how
+each (feature, kernel) pair covaries. ``as_feature`` turns what a user passes as ``Z=`` (an
+array of inducing inputs, or a feature) into a feature.
+"""
+
+from gpexplorer.inducing.base import InducingFeature
+from gpexplorer.inducing.placement import INITIALISATIONS, even, initial_inducing_inputs, kmeans, random_subset
+from gpexplorer.inducing.points import InducingPoints
+
+__all__ = ["InducingFeature", "InducingPoints", "INITIALISATIONS", "as_feature", "even", "initial_inducing_inputs",
+           "kmeans", "random_subset"]
+
+
+def as_feature(Z, input_dim):
+    """``Z`` as an inducing feature in ``input_dim`` dimensions: a feature (checked), or an
+    array of inducing inputs [M, D] (or [M] when D = 1)."""
+    if isinstance(Z, InducingFeature):
+        Z.check_input_dim(input_dim)
+        return Z
+    return InducingPoints(Z, input_dim=input_dim)

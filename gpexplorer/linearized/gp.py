@@ -46,7 +46,8 @@ from gpexplorer.linalg import CholeskyError, jittered_cholesky
 from gpexplorer._checks import prediction_inputs, validate_data as _validate_data
 from gpexplorer.parameters import NOISE, KernelAndNoise
 from gpexplorer.linearized.fixed_point import posterior_fixed_point
-from gpexplorer.optimize import FitResult, _blas_controller
+from gpexplorer import _threads
+from gpexplorer.optimize import FitResult
 
 __all__ = ["LinearizedGP", "IterationRecord", "StepSearchResult", "step_length_search", "gauss_newton",
            "NumericalFailure", "LINEARIZATIONS", "FIT_METHODS", "INNER_LOOPS"]
@@ -225,7 +226,7 @@ class LinearizedGP(KernelAndNoise):
         (:class:`NumericalFailure`) when g overflows at these hyperparameters.
         """
         previous = self._post or self._last_post
-        with _blas_controller().limit(limits=1, user_api="blas"):
+        with _threads.single_threaded():
             start = self._warm_start(previous) if (warm_start and previous is not None) else None
             self._set_posterior(self._inner(start))
         return self
@@ -380,7 +381,7 @@ class LinearizedGP(KernelAndNoise):
         """
         from gpexplorer.linearized.learning import (FAILED, FisherScore, FreeEnergyObjective, StopSearch,
                                                     fisher_scoring, log_bounds, scipy_search, variance_like)
-        from gpexplorer.optimize import _Packer, _expand_fixed
+        from gpexplorer.optimize import Packer, expand_fixed
 
         if method not in FIT_METHODS:
             raise ValueError(f"method must be one of {FIT_METHODS}; got {method!r}")
@@ -390,7 +391,7 @@ class LinearizedGP(KernelAndNoise):
         if callback is not None and not callable(callback):
             raise ValueError("callback must be callable")
         initial = self.parameters
-        packer = _Packer(initial, _expand_fixed(self, fixed))
+        packer = Packer(self.parameter_specs, initial, expand_fixed(self, fixed))
         lo, hi = log_bounds(initial, packer, bounds, DEFAULT_BOUNDS)
         fixed_values = {k: v for k, v in initial.items() if k not in packer.names}
         objective = FreeEnergyObjective(self, packer, lo, hi, fixed_values, callback)
@@ -398,7 +399,7 @@ class LinearizedGP(KernelAndNoise):
         x0 = np.clip(packer.pack(initial), lo, hi)
         message, success, iterations = "nothing to optimise: every parameter is fixed", True, None
         try:
-            with _blas_controller().limit(limits=1, user_api="blas"):
+            with _threads.single_threaded():
                 if x0.size == 0:
                     objective(x0)
                 elif method == "fisher":

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
@@ -21,24 +20,18 @@ from scipy import linalg as sla
 from scipy.linalg.blas import dsyrk
 
 from gpexplorer.linalg import jittered_cholesky
-from gpexplorer.optimize import _blas_controller
+from gpexplorer import _threads
 
 __all__ = ["TaskPrecision", "newton_system", "preconditioned_cg", "coupled_latent_variances", "blas_threads",
            "MAX_COUPLED_SIZE"]
 
-#: N D^2 below which BLAS runs single-threaded: on a shared 2-core machine OpenBLAS threads cost
-#: milliseconds per small call (measured: a 16 x 16 triangular solve with 40 right-hand sides
-#: took 3 ms with 2 threads under load, 0.08 ms with 1)
-_THREADED_WORK = 2e7
 #: largest N P (observations) for which :func:`coupled_latent_variances` builds its dense system
 MAX_COUPLED_SIZE = 6000
 
 
 def blas_threads(work):
-    """Context limiting BLAS to one thread when ``work`` (flops scale) is small."""
-    if work >= _THREADED_WORK:
-        return contextlib.nullcontext()
-    return _blas_controller().limit(limits=1, user_api="blas")
+    """Context limiting BLAS to one thread when ``work`` (N D^2, flops scale) is small."""
+    return _threads.threads_for(work)
 
 
 def _cholesky(G, what):

@@ -22,7 +22,7 @@ from gpexplorer.inducing.placement import INITIALISATIONS, initial_inducing_inpu
 from gpexplorer._checks import positive as _positive, validate_data
 from gpexplorer.kernels import Kernel
 from gpexplorer.linalg import CholeskyError, JitterWarning, solve_lower
-from gpexplorer.optimize import _blas_controller
+from gpexplorer import _threads
 
 TERMS = ("complexity", "data_fit", "trace")
 _CHUNK = 4e6  # candidates are processed in blocks of at most _CHUNK / (M N) (32 MB temporaries)
@@ -110,7 +110,7 @@ def add_one_inducing_curve(X, y, kernel, noise_variance, Z, approximation, candi
 
     # one BLAS thread: these small products only pay synchronisation for more (median 36 ms
     # instead of 3 ms on a 2-core machine for K = 100, N = 200, M = 20)
-    with _blas_controller().limit(limits=1, user_api="blas"), warnings.catch_warnings():
+    with _threads.single_threaded(), warnings.catch_warnings():
         warnings.simplefilter("ignore", JitterWarning)
         return _add_one(X, y, kernel, noise, Z, approximation, C, jitter)
 
