@@ -18,7 +18,8 @@ from gpexplorer.linearized.gauss_newton import _cholesky_W
 from gpexplorer.linearized.gp import LinearizedGP
 from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds, toy_inversion_data
 from gpexplorer.models import ExactGPR
-from gpexplorer.optimize import _Packer
+from gpexplorer.optimize import Packer
+from gpexplorer.parameters import Parameter
 
 
 def problem(forward, n=30, seed=3, dims=1):
@@ -51,7 +52,7 @@ def fixed_linearisation(kernel_name, seed=3):
     a, b = rng.uniform(-1.5, 1.5, len(y)), rng.normal(0.0, 0.3, len(y))
     kernel = KERNELS[kernel_name]()
     params = {**kernel.params, "noise_variance": 0.07}
-    packer = _Packer(params, set())
+    packer = Packer({n: Parameter(n) for n in params}, params)
     return X, y, a, b, kernel, packer, packer.pack(params)
 
 
@@ -135,7 +136,7 @@ def test_egp_gradient_is_the_total_derivative_of_the_free_energy(forward, rtol):
     X, y = problem(forward)
     base = dict(forward=forward, kernel=kernels.Matern52(0.7, 0.9), noise_variance=0.05, tol=1e-15, max_iter=500)
     m = LinearizedGP(X, y, **base).fit_posterior()
-    packer = _Packer(m.parameters, set())
+    packer = Packer(m.parameter_specs, m.parameters)
     x = packer.pack(m.parameters)
     score = ll.FisherScore(m.kernel, m.X, m.y, m.forward, packer, {}, exact_implicit=True)
     gradient, _ = score(x, m.kernel.K(X), m._posterior())
@@ -156,7 +157,7 @@ def test_identity_forward_model_has_no_implicit_term():
     X, y = problem("identity", n=40)
     m = LinearizedGP(X, y, forward="identity", kernel=kernels.Matern52(0.7, 0.9), noise_variance=0.05)
     m.fit_posterior()
-    packer = _Packer(m.parameters, set())
+    packer = Packer(m.parameter_specs, m.parameters)
     gradient, _ = ll.FisherScore(m.kernel, X, y, m.forward, packer, {}, exact_implicit=True)(
         packer.pack(m.parameters), m.kernel.K(X), m._posterior())
     exact = ExactGPR(X, y, kernels.Matern52(0.7, 0.9), noise_variance=0.05)

@@ -19,7 +19,7 @@ class InducingPoints(InducingFeature):
         if Z.ndim == 1:
             Z = Z[:, None] if input_dim in (None, 1) else Z[None, :]
         if Z.ndim != 2:
-            raise ValueError(f"Z must have shape (M, D); got {Z.shape}")
+            raise ValueError(f"Z must have shape (M, {input_dim or 'D'}); got {Z.shape}")
         if input_dim is not None and Z.shape[1] != input_dim:
             raise ValueError(f"Z must have shape (M, {input_dim}); got {Z.shape}")
         if Z.shape[0] == 0:

@@ -56,21 +56,22 @@ class Stationary(Kernel):
         self.check_input_dim(X.shape[1])
         return np.full(X.shape[0], self.variance)
 
-    def _grads(self, dL_dK, X, X2, K=None):
+    def _grads(self, dL_dK, X, X2, K=None, rank_one=None):
         _, _, X1s, X2s, ls = self._scaled(X, X2)
         if K is None:
             K = self.K(X, X2)
         dL_dK = np.ascontiguousarray(dL_dK, dtype=float)
         if dL_dK.shape != K.shape:
             raise ValueError(f"dL_dK has shape {dL_dK.shape}, expected {K.shape}")
-        return loops.stationary_grads(self._kind, X1s, X2s, K, dL_dK, _EMPTY, _EMPTY, self.variance, ls,
+        a, b = (_EMPTY, _EMPTY) if rank_one is None else (np.ascontiguousarray(v, dtype=float) for v in rank_one)
+        return loops.stationary_grads(self._kind, X1s, X2s, K, dL_dK, a, b, self.variance, ls,
                                       self._alpha, X2 is None)
 
     def grad_params(self, dL_dK, X, X2=None, K=None):
         dvar, dl, dalpha, _, _ = self._grads(dL_dK, X, X2, K)
-        return self._pack(dvar, dl, dalpha)
+        return self.pack_gradients(dvar, dl, dalpha)
 
-    def _pack(self, dvar, dl, dalpha):
+    def pack_gradients(self, dvar, dl, dalpha):
         return {"variance": dvar, "lengthscale": _reduce_ard(dl, self.lengthscale)}
 
     def grad_params_diag(self, dL_dKdiag, X):
@@ -84,10 +85,11 @@ class Stationary(Kernel):
         _, _, _, dX1, dX2 = self._grads(dL_dK, X, X2, K)
         return dX1 + dX2 if X2 is None else dX1
 
-    def grad_params_and_X(self, dL_dK, X, X2=None, K=None):
-        """Both contractions in one pass (the hot path of the sparse objectives)."""
-        dvar, dl, dalpha, dX1, dX2 = self._grads(dL_dK, X, X2, K)
-        return self._pack(dvar, dl, dalpha), (dX1 + dX2 if X2 is None else dX1)
+    def grad_params_and_X(self, dL_dK, X, X2=None, K=None, rank_one=None):
+        """Both contractions in one pass (the hot path of the sparse objectives); with
+        ``rank_one`` = (a, b) the weight of K_ij is dL_dK_ij - a_i b_j."""
+        dvar, dl, dalpha, dX1, dX2 = self._grads(dL_dK, X, X2, K, rank_one)
+        return self.pack_gradients(dvar, dl, dalpha), (dX1 + dX2 if X2 is None else dX1)
 
 
 class SquaredExponential(Stationary):
@@ -127,5 +129,5 @@ class RationalQuadratic(Stationary):
     def _alpha(self):
         return self.alpha
 
-    def _pack(self, dvar, dl, dalpha):
+    def pack_gradients(self, dvar, dl, dalpha):
         return {"variance": dvar, "lengthscale": _reduce_ard(dl, self.lengthscale), "alpha": dalpha}

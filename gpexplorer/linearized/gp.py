@@ -176,9 +176,15 @@ class LinearizedGP(KernelAndNoise):
         self._last_post = None  # survives parameter changes: the source of warm starts
         self._K = None
 
-    def set_parameters(self, params: dict, validate=True):
+    def set_parameters(self, mapping=None, /, **values):
         """Assign kernel hyperparameters and/or ``noise_variance`` by name; drops the posterior."""
-        super().set_parameters(params, validate)
+        super().set_parameters(mapping, **values)
+        self._post, self._K = None, None
+        return self
+
+    def assign_parameters(self, values: dict):
+        """Unchecked assignment (an optimiser's values); drops the posterior."""
+        super().assign_parameters(values)
         self._post, self._K = None, None
         return self
 
@@ -414,7 +420,7 @@ class LinearizedGP(KernelAndNoise):
             success, message = False, "stopped by the callback"
         finally:
             best = objective.best
-            self.set_parameters(best["params"], validate=False)
+            self.assign_parameters(best["params"])
             if best["post"] is not None:
                 self._K = best["K"]
                 self._set_posterior(best["post"])

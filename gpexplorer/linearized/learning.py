@@ -94,7 +94,7 @@ class FreeEnergyObjective:
         x = np.clip(x, self.lo, self.hi)
         values = self.packer.unpack(x)
         values.update(self.fixed_values)
-        model.set_parameters(values, validate=False)
+        model.assign_parameters(values)
         source = self.best["post"]
         try:
             if source is None:

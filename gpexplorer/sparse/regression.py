@@ -9,15 +9,20 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
+from gpexplorer import covariances
 from gpexplorer._checks import positive as _positive
 from gpexplorer._checks import prediction_inputs, validate_data as _validate_data
-from gpexplorer.inducing.placement import initial_inducing_inputs
-from gpexplorer.kernels import Kernel, Stationary
+from gpexplorer.inducing import InducingFeature, as_feature, initial_inducing_inputs
+from gpexplorer.kernels import Kernel
 from gpexplorer.linalg import CholeskyError
+from gpexplorer.optimize import Packer, fit
 from gpexplorer.parameters import NOISE, KernelAndNoise, sum_gradients as _sum_dicts
 from gpexplorer.sparse import objectives as sparse
+from gpexplorer.sparse.fused import FUSED_OBJECTIVES
 
 
 class _GPRBase(KernelAndNoise):
@@ -55,8 +60,6 @@ class _GPRBase(KernelAndNoise):
 
     def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol=None):
         """Jointly maximise the objective with L-BFGS-B; see :func:`gpexplorer.optimize.fit`."""
-        from gpexplorer.optimize import fit
-
         self.fit_result = fit(self, max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed,
                               callback=callback, tol=tol)
         return self.fit_result
@@ -72,10 +75,10 @@ class _GPRBase(KernelAndNoise):
         return prediction_inputs(Xnew, self.X.shape[1])
 
     def copy(self):
-        import copy
-
         new = copy.copy(self)
         new.kernel = self.kernel.copy()
+        if hasattr(self, "inducing"):
+            new.inducing = self.inducing.copy()
         new.fit_result = None
         return new
 
@@ -86,6 +89,11 @@ class ExactGPR(_GPRBase):
     def __init__(self, X, y, kernel, noise_variance=1.0, jitter=0.0):
         super().__init__(X, y, kernel, noise_variance)
         self.jitter = float(jitter)
+
+    @property
+    def evaluation_work(self):
+        """N^3: the flops scale of one evaluation (decides BLAS threads)."""
+        return self.X.shape[0] ** 3
 
     def _objective(self, grad):
         Kff = self.kernel.K(self.X)
@@ -116,11 +124,14 @@ class ExactGPR(_GPRBase):
 
 
 class SparseGPR(_GPRBase):
-    """Inducing-point GP regression: SoR, DTC, FITC or VFE (thesis eq. 2.8-2.17, 2.37, 3.1).
+    """Sparse GP regression with any inducing feature: SoR, DTC, FITC or VFE (thesis eq. 2.8-2.17,
+    2.37, 3.1).
 
-    ``Z`` is an (M, D) array, or an int M to place M inducing inputs with ``z_init``
-    ("even", "random", "kmeans") and ``seed``. ``jitter`` is added to diag(Kuu); if the
-    Cholesky still fails it is escalated by factors of 10, the value used is kept in
+    ``Z`` is an inducing feature (:mod:`gpexplorer.inducing`), an (M, D) array of inducing
+    inputs, or an int M to place M inducing inputs with ``z_init`` ("even", "random", "kmeans")
+    and ``seed``. The feature's parameters join the model's (``"Z"`` for inducing points); its
+    covariances come from :mod:`gpexplorer.covariances`. ``jitter`` is added to diag(Kuu); if
+    the Cholesky still fails it is escalated by factors of 10, the value used is kept in
     ``jitter_used`` and a :class:`gpexplorer.linalg.JitterWarning` is issued.
     """
 
@@ -133,50 +144,63 @@ class SparseGPR(_GPRBase):
         if not np.isfinite(jitter) or jitter < 0:
             raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
         self.jitter = float(jitter)
-        if np.ndim(Z) == 0:
+        if not isinstance(Z, InducingFeature) and np.ndim(Z) == 0:
             Z = initial_inducing_inputs(self.X, Z, z_init, seed)
-        self.Z = self._check_Z(Z)
+        self.inducing = as_feature(Z, self.X.shape[1])
+        clash = set(self.inducing.parameter_names) & (set(self.kernel.param_names) | {NOISE})
+        if clash:
+            raise ValueError(f"the inducing feature's parameter(s) {sorted(clash)} clash with the kernel's or the noise")
 
     @classmethod
     def from_model(cls, other, approximation, **overrides):
-        """A new model started at another fitted model's hyperparameters and Z (thesis §3.2.5:
-        'VFE initialised with the FITC solution')."""
-        kwargs = dict(X=other.X, y=other.y, kernel=other.kernel.copy(), Z=other.Z.copy(),
+        """A new model started at another fitted model's hyperparameters and inducing feature
+        (thesis §3.2.5: 'VFE initialised with the FITC solution')."""
+        kwargs = dict(X=other.X, y=other.y, kernel=other.kernel.copy(), Z=other.inducing.copy(),
                       approximation=approximation, noise_variance=other.noise_variance, jitter=other.jitter)
         kwargs.update(overrides)
         return cls(**kwargs)
 
-    def _check_Z(self, Z):
-        try:
-            Z = np.array(Z, dtype=float)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"Z must be a numeric array ({err})") from None
-        if Z.ndim == 1:
-            Z = Z[:, None] if self.X.shape[1] == 1 else Z[None, :]
-        if Z.ndim != 2 or Z.shape[1] != self.X.shape[1]:
-            raise ValueError(f"Z must have shape (M, {self.X.shape[1]}); got {Z.shape}")
-        if Z.shape[0] == 0:
-            raise ValueError("Z is empty; at least one inducing input is needed")
-        if not np.all(np.isfinite(Z)):
-            raise ValueError("Z contains NaN or infinite values")
-        return np.ascontiguousarray(Z)
+    @property
+    def Z(self):
+        """[M, D] locations of the inducing feature (the inducing inputs for inducing points)."""
+        return self.inducing.locations
+
+    @property
+    def evaluation_work(self):
+        """N M^2: the flops scale of one evaluation (decides BLAS threads)."""
+        return self.X.shape[0] * len(self.inducing) ** 2
 
     @property
     def parameters(self) -> dict:
-        p = super().parameters
-        p["Z"] = self.Z.copy()
-        return p
+        return {**super().parameters, **self.inducing.params}
 
-    def set_parameters(self, params: dict, validate=True):
-        params = dict(params)
-        if "Z" in params:
-            Z = params.pop("Z")
-            self.Z = self._check_Z(Z) if validate else np.ascontiguousarray(Z, dtype=float)
-        return super().set_parameters(params, validate)
+    @property
+    def parameter_specs(self) -> dict:
+        return {**super().parameter_specs, **self.inducing.parameter_specs}
+
+    def _feature_values(self, params):
+        return {n: params.pop(n) for n in self.inducing.parameter_names if n in params}
+
+    def set_parameters(self, mapping=None, /, **values):
+        params = {**(mapping or {}), **values}
+        feature = self._feature_values(params)
+        if feature:
+            self.inducing.set_params(**feature)
+        return super().set_parameters(params)
+
+    def assign_parameters(self, values: dict):
+        values = dict(values)
+        self.inducing.assign_unchecked(self._feature_values(values))
+        return super().assign_parameters(values)
+
+    def _set_component_bounds(self, name, spec):
+        if name in self.inducing.parameter_names:
+            raise ValueError(f"{name!r} is a parameter of the inducing feature; its bounds are the feature's")
+        super()._set_component_bounds(name, spec)
 
     def _matrices(self):
-        Kuu = self.kernel.K(self.Z)
-        Kuf = self.kernel.K(self.Z, self.X)
+        Kuu = covariances.Kuu(self.inducing, self.kernel)
+        Kuf = covariances.Kuf(self.inducing, self.kernel, self.X)
         kdiag = self.kernel.Kdiag(self.X)
         return Kuu, Kuf, kdiag
 
@@ -189,30 +213,26 @@ class SparseGPR(_GPRBase):
         return result
 
     def _chain(self, r):
-        """Contract matrix gradients with the kernel: dF/dtheta and dF/dZ."""
-        Kuu, Kuf = r.extras["Kuu"], r.extras["Kuf"]
-        g_uu, dZ_uu = self.kernel.grad_params_and_X(r.dKuu, self.Z, None, K=Kuu)
-        g_uf, dZ_uf = self.kernel.grad_params_and_X(r.dKuf, self.Z, self.X, K=Kuf)
-        g_diag = self.kernel.grad_params_diag(r.dKdiag, self.X)
-        grads = _sum_dicts(g_uu, g_uf, g_diag)
+        """Contract matrix gradients through the covariances: dF/dtheta, dF/d(feature)."""
+        g_kernel, g_feature = covariances.gradients(self.inducing, self.kernel, self.X, r.dKuu, r.dKuf,
+                                                    Kuu=r.extras["Kuu"], Kuf=r.extras["Kuf"])
+        grads = _sum_dicts(g_kernel, self.kernel.grad_params_diag(r.dKdiag, self.X))
         grads[NOISE] = r.dnoise
-        grads["Z"] = dZ_uu + dZ_uf
+        grads.update(g_feature)
         return grads
 
     def objective_and_gradient(self):
         """(F, dF/dparams, terms) with F = -log_marginal_likelihood().
 
-        Stationary kernels take the fused path (kernel matrices, objective and gradient
-        contraction in one compiled call); other kernels contract matrix gradients in Python.
+        A (feature, kernel) pair with a fused path (:mod:`gpexplorer.sparse.fused`: inducing
+        points with a stationary kernel) computes matrices, objective and contraction in one
+        compiled call; every other pair goes through :mod:`gpexplorer.covariances`.
         """
-        if isinstance(self.kernel, Stationary):
-            kind, variance, lengthscale, alpha = self.kernel.fused_arguments(self.X.shape[1])
-            F, terms, dvar, dl, dalpha, dnoise, dZ, self.jitter_used = sparse.fused_stationary_objective(
-                kind, self.X, self.y, self.Z, variance, lengthscale, alpha, self.noise_variance,
-                self.jitter, self.approximation)
-            grads = self.kernel._pack(dvar, dl, dalpha)
-            grads[NOISE] = dnoise
-            grads["Z"] = dZ
+        fused = FUSED_OBJECTIVES.find(type(self.inducing), type(self.kernel))
+        if fused is not None:
+            F, grads, g_feature, terms, self.jitter_used = fused(
+                self.inducing, self.kernel, self.X, self.y, self.noise_variance, self.jitter, self.approximation)
+            grads.update(g_feature)
             return F, grads, terms
         r = self._objective(grad=True)
         return r.value, self._chain(r), r.terms
@@ -227,31 +247,35 @@ class SparseGPR(_GPRBase):
         return r.value, self._chain(r)
 
     def tightened_upper_bound(self, max_iter=100):
-        """Titsias' upper bound minimised over its own inducing inputs, hyperparameters fixed.
+        """Titsias' upper bound minimised over its own inducing feature, hyperparameters fixed.
 
-        Thesis §3.2.6, variant 2: starting from this model's Z, L-BFGS-B moves the bound's M
-        inducing inputs to make it as tight as possible. Returns (bound, Z of the bound); the
-        model itself is unchanged. Any bound value is valid, so a failed step only costs tightness.
+        Thesis §3.2.6, variant 2: starting from this model's feature, L-BFGS-B moves the bound's
+        M inducing variables (every feature parameter, in its own bounds) to make it as tight
+        as possible. Returns (bound, locations [M, D] of the bound's feature); the model itself
+        is unchanged. Any bound value is valid, so a failed step only costs tightness.
         """
         probe = self.copy()
-        shape = self.Z.shape
+        packer = Packer(self.inducing.parameter_specs, self.inducing.params)
 
-        def value_and_grad(z):
-            probe.Z = z.reshape(shape)
+        def value_and_grad(x):
+            values = packer.unpack(x)
+            probe.assign_parameters(values)
             try:
                 value, grads = probe.upper_bound(eval_gradient=True)
             except CholeskyError:
-                return np.inf, np.zeros_like(z)
-            return value, grads["Z"].ravel()
+                return np.inf, np.zeros_like(x)
+            return value, packer.chain(values, grads)
 
         from scipy.optimize import minimize  # on use, as in optimize.fit
 
         start = self.upper_bound()
-        res = minimize(value_and_grad, self.Z.ravel(), jac=True, method="L-BFGS-B",
+        x0 = packer.pack(self.inducing.params)
+        res = minimize(value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=packer.bounds,
                        options={"maxiter": int(max_iter)})
         if not np.isfinite(res.fun) or res.fun >= start:
             return start, self.Z.copy()
-        return float(res.fun), res.x.reshape(shape)
+        probe.assign_parameters(packer.unpack(res.x))
+        return float(res.fun), probe.Z.copy()
 
     def posterior(self) -> sparse.SparsePosterior:
         return self._objective(grad=False).extras["posterior"]
@@ -267,7 +291,7 @@ class SparseGPR(_GPRBase):
 
     def _predict_from(self, r, Xnew, full_cov=False):
         post = r.extras["posterior"]
-        Kus = self.kernel.K(self.Z, Xnew)
+        Kus = covariances.Kuf(self.inducing, self.kernel, Xnew)
         conditional = "deterministic" if self.approximation == "sor" else "exact"
         if full_cov:
             return post.predict(Kus, Kss=self.kernel.K(Xnew), conditional=conditional)
@@ -276,4 +300,5 @@ class SparseGPR(_GPRBase):
     def predict_components(self, Xnew):
         """The g(.)/h(.) split of eq. 2.22-2.24: (g mean, g var, h var) at Xnew."""
         Xnew = self._check_new(Xnew)
-        return self.posterior().gh_split(self.kernel.K(self.Z, Xnew), self.kernel.Kdiag(Xnew))
+        Kus = covariances.Kuf(self.inducing, self.kernel, Xnew)
+        return self.posterior().gh_split(Kus, self.kernel.Kdiag(Xnew))

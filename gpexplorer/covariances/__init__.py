@@ -1,0 +1,11 @@
+"""Covariances between inducing features and f, per (feature type, kernel type) pair.
+
+``Kuu(feature, kernel)`` [M, M], ``Kuf(feature, kernel, X)`` [M, N] and ``gradients(...)``, the
+contraction of dL/dKuu and dL/dKuf into gradients of kernel and feature parameters. Each
+feature family registers its pairs in its own module (``points`` for inducing points).
+"""
+
+from gpexplorer.covariances import points  # noqa: F401  (registers the inducing-point pairs)
+from gpexplorer.covariances.dispatch import Dispatcher, Kuf, Kuu, gradients
+
+__all__ = ["Dispatcher", "Kuu", "Kuf", "gradients"]
