@@ -15,11 +15,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpexplorer.sparse import regression as models
-from gpexplorer.sparse import diagnostics
+from gpexplorer import covariances
+from gpexplorer.inducing import InducingFeature, InducingPoints
 from gpexplorer.linalg import CholeskyError, JitterWarning
+from gpexplorer.sparse import diagnostics
+from gpexplorer.sparse import objectives
+from gpexplorer.sparse import regression as models
 
-APPROXIMATIONS = ("exact", "sor", "dtc", "fitc", "vfe")
+#: the exact GP and every sparse approximation, in the order the lab shows them
+APPROXIMATIONS = ("exact",) + objectives.APPROXIMATIONS
 LABELS = {"exact": "Exact GP", "sor": "SoR", "dtc": "DTC", "fitc": "FITC", "vfe": "VFE"}
 TERMS = ("complexity", "data_fit", "trace")
 BASE_JITTER = 1e-6
@@ -30,20 +34,39 @@ NOISE_COLLAPSE_RATIO = 0.5
 
 @dataclass
 class ParameterSet:
-    """Kernel (hyperparameters inside), noise variance and inducing inputs (None for exact)."""
+    """Kernel (hyperparameters inside), noise variance and inducing feature (None for exact).
+
+    ``inducing`` may be given as an array of inducing inputs [M, D] (or [M] in 1-D): it is held
+    as :class:`gpexplorer.inducing.InducingPoints`. ``Z`` reads the feature's locations. An
+    array that is not valid inducing inputs (NaN, say) is kept as given, so that evaluating it
+    reports the failure as a badge instead of raising here.
+    """
 
     kernel: object
     noise_variance: float
-    Z: np.ndarray | None = None
+    inducing: InducingFeature | None = None
+
+    def __post_init__(self):
+        if self.inducing is not None and not isinstance(self.inducing, InducingFeature):
+            Z = np.array(self.inducing, dtype=float)
+            try:
+                self.inducing = InducingPoints(Z if Z.ndim != 1 else Z[:, None])
+            except ValueError:
+                self.inducing = Z
+
+    @property
+    def Z(self):
+        """[M, D] locations of the inducing feature (None for the exact GP)."""
+        return self.inducing.locations if isinstance(self.inducing, InducingFeature) else self.inducing
 
     def copy(self) -> "ParameterSet":
         return ParameterSet(self.kernel.copy(), float(self.noise_variance),
-                            None if self.Z is None else np.array(self.Z, dtype=float))
+                            None if self.inducing is None else self.inducing.copy())
 
     @classmethod
     def from_model(cls, model) -> "ParameterSet":
-        return cls(model.kernel.copy(), float(model.noise_variance),
-                   np.array(model.Z) if hasattr(model, "Z") else None)
+        feature = getattr(model, "inducing", None)
+        return cls(model.kernel.copy(), float(model.noise_variance), None if feature is None else feature.copy())
 
 
 @dataclass
@@ -96,7 +119,7 @@ def _lengthscale(kernel):
 def build_model(ds, name, p: ParameterSet):
     if name == "exact":
         return models.ExactGPR(ds.X, ds.y, kernel=p.kernel.copy(), noise_variance=p.noise_variance)
-    return models.SparseGPR(ds.X, ds.y, kernel=p.kernel.copy(), Z=p.Z, approximation=name,
+    return models.SparseGPR(ds.X, ds.y, kernel=p.kernel.copy(), Z=p.inducing.copy(), approximation=name,
                             noise_variance=p.noise_variance, jitter=BASE_JITTER)
 
 
@@ -156,7 +179,7 @@ def evaluate(ds, name, p: ParameterSet, inputs, exact_cache=None, n_samples=0, s
                 res.upper_bound = float(model.upper_bound())
                 ls = _lengthscale(p.kernel)
                 res.clumped_pairs = diagnostics.clumped_pairs(model.Z, ls, CLUMP_TOL)
-                res.condition_number = diagnostics.condition_number(p.kernel.K(model.Z))
+                res.condition_number = diagnostics.condition_number(covariances.Kuu(model.inducing, p.kernel))
             if n_samples:
                 res.samples = _samples(model, inputs, n_samples, seed)
     except (CholeskyError, ValueError, np.linalg.LinAlgError, FloatingPointError) as err:
@@ -216,7 +239,10 @@ def badges(results: dict, fitted_noise=None) -> list:
 
 def parameter_key(p: ParameterSet):
     """A hashable fingerprint of a parameter set (to reuse results computed for it)."""
-    return _hyperparameter_key(p) + (None if p.Z is None else np.asarray(p.Z, dtype=float).tobytes(),)
+    if not isinstance(p.inducing, InducingFeature):
+        return _hyperparameter_key(p) + (None if p.inducing is None else p.inducing.tobytes(),)
+    feature = tuple((n, v.tobytes()) for n, v in p.inducing.params.items())
+    return _hyperparameter_key(p) + ((type(p.inducing).__name__,) + feature,)
 
 
 def default_grid(X, n=300, margin=0.1):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpexplorer.sparse.comparison import TERMS, ParameterSet, build_model
+from gpexplorer.sparse.objectives import APPROXIMATIONS
 from gpexplorer.linalg import JitterWarning
 
 
@@ -32,8 +33,11 @@ class FitOutcome:
 def _parameter_set(template: ParameterSet, params: dict) -> ParameterSet:
     kernel = template.kernel.copy()
     kernel.assign_unchecked({k: params[k] for k in kernel.param_names})
-    Z = params.get("Z")
-    return ParameterSet(kernel, float(params["noise_variance"]), None if Z is None else np.array(Z))
+    feature = None
+    if template.inducing is not None:
+        feature = template.inducing.copy()
+        feature.assign_unchecked({n: params[n] for n in feature.parameter_names})
+    return ParameterSet(kernel, float(params["noise_variance"]), feature)
 
 
 def fit_one(ds, name, start: ParameterSet, fixed=(), restarts=0, max_iter=300, seed=0, on_iterate=None):
@@ -42,7 +46,8 @@ def fit_one(ds, name, start: ParameterSet, fixed=(), restarts=0, max_iter=300, s
     The trace holds the iterates of the best start (start point first), as in ``optimize.fit``.
     """
     model = build_model(ds, name, start)
-    fixed = tuple(f for f in fixed if name != "exact" or f != "Z")
+    if name == "exact":  # the exact GP has no inducing feature: freezing one means nothing to it
+        fixed = tuple(f for f in fixed if f in model.parameters or f in ("kernel", "hyperparameters"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JitterWarning)  # the dashboard shows jitter as a badge
         callback = None if on_iterate is None else (lambda entry: on_iterate(entry.iteration))
@@ -65,7 +70,7 @@ def fit_all(ds, start: ParameterSet, names, fixed=(), restarts=0, max_iter=300, 
     aborts the fit.
     """
     warm = warm or {}
-    order = ["exact"] + [n for n in ("sor", "dtc", "fitc", "vfe") if n in names]
+    order = ["exact"] + [n for n in APPROXIMATIONS if n in names]
     if vfe_from_fitc and "vfe" in order and "fitc" not in order:
         order.insert(order.index("vfe"), "fitc")
     outcomes = {}

@@ -18,7 +18,8 @@ from gpexplorer import metrics
 from gpexplorer.sparse import regression as models
 from gpexplorer.sparse import diagnostics
 from gpexplorer.sparse import objectives as sparse
-from gpexplorer.inducing.placement import INITIALISATIONS, initial_inducing_inputs
+from gpexplorer import covariances
+from gpexplorer.inducing import INITIALISATIONS, InducingFeature, InducingPoints, initial_inducing_inputs
 from gpexplorer._checks import positive as _positive, validate_data
 from gpexplorer.kernels import Kernel
 from gpexplorer.linalg import CholeskyError, JitterWarning, solve_lower
@@ -86,7 +87,9 @@ def add_one_inducing_curve(X, y, kernel, noise_variance, Z, approximation, candi
     Thesis fig. 3.2 (bottom): for each row z* of ``candidates`` ((K, D), or (K,) when D = 1),
     the change in "complexity", "data_fit", "trace" and "total" of the log marginal likelihood
     (SoR/DTC/FITC) or bound (VFE) when Z becomes [Z; z*], hyperparameters fixed. Positive means
-    L increases. Remark 3: for VFE every delta total is >= 0 (up to jitter). The kernel matrices
+    L increases. Remark 3: for VFE every delta total is >= 0 (up to jitter). ``Z`` is an inducing
+    feature or an array of inducing inputs; each candidate is a member of the same feature type
+    at z* (``feature.at_locations``), its covariances from :mod:`gpexplorer.covariances`. The matrices
     at Z are computed once and bordered per candidate (see :func:`_bordered_F_terms`), O(K N M^2)
     in all; the Cholesky of Kuu uses the jitter that evaluating the base model needed. A
     candidate whose bordered Cholesky fails falls back to :func:`sparse.collapsed_objective`
@@ -102,7 +105,8 @@ def add_one_inducing_curve(X, y, kernel, noise_variance, Z, approximation, candi
     X, y = validate_data(X, y)
     D = X.shape[1]
     kernel.check_input_dim(D)
-    Z = _inputs(Z, D, "Z", "M")
+    feature = Z if isinstance(Z, InducingFeature) else InducingPoints(_inputs(Z, D, "Z", "M"))
+    feature.check_input_dim(D)
     C = _inputs(candidates, D, "candidates")
     noise = _positive("noise_variance", noise_variance, allow_array=False)
     if not (np.isfinite(jitter) and jitter >= 0):
@@ -112,16 +116,20 @@ def add_one_inducing_curve(X, y, kernel, noise_variance, Z, approximation, candi
     # instead of 3 ms on a 2-core machine for K = 100, N = 200, M = 20)
     with _threads.single_threaded(), warnings.catch_warnings():
         warnings.simplefilter("ignore", JitterWarning)
-        return _add_one(X, y, kernel, noise, Z, approximation, C, jitter)
+        return _add_one(X, y, kernel, noise, feature, approximation, C, jitter)
 
 
-def _add_one(X, y, kernel, noise, Z, approximation, C, jitter):
-    Kuu, Kuf, kdiag = kernel.K(Z), kernel.K(Z, X), kernel.Kdiag(X)
+def _add_one(X, y, kernel, noise, feature, approximation, C, jitter):
+    M = len(feature)
+    candidates = feature.at_locations(C)
+    Kall = covariances.Kuu(feature.concatenate(candidates), kernel)  # [M + K, M + K]
+    Kuu, Kcu, kcc = Kall[:M, :M], Kall[M:, :M], np.diag(Kall)[M:].copy()
+    Kuf, kdiag = covariances.Kuf(feature, kernel, X), kernel.Kdiag(X)
     base, post = sparse.collapsed_objective(Kuu, Kuf, kdiag, y, noise, jitter, approximation)
     j = base.jitter_used
     A = solve_lower(post.L, Kuf)
     gap = kdiag - np.einsum("mn,mn->n", A, A)  # diag(Kff - Qff)
-    Kcu, Kcf, kcc = kernel.K(C, Z), kernel.K(C, X), kernel.Kdiag(C)
+    Kcf = covariances.Kuf(candidates, kernel, X)
     l = solve_lower(post.L, Kcu.T)  # [M, K]
     d2 = kcc + j - np.einsum("mk,mk->k", l, l)
     new = {t: np.full(len(C), np.nan) for t in TERMS}
@@ -186,7 +194,8 @@ def m_sweep(dataset, kernel, noise_variance, Ms, approximations=("fitc", "vfe"),
     "noise_variance", "nlpd", "smse" (fig. 3.5), "upper_bound" (Titsias, eq. 2.38-2.39, at the
     model's own fitted parameters and Z: fig. 3.6), "clumped_pairs" (§3.2.2, Remark 5; None if
     the kernel has no "lengthscale"), "iterations", "seconds", "jitter_used" (at the optimum),
-    and the fitted "kernel_params" and "Z" (to rebuild the model, e.g. for fig. 3.7). With
+    and, to rebuild the model (e.g. for fig. 3.7), the fitted "kernel_params", "inducing" (the
+    fitted feature) and its "locations" [M, D]. With
     ``tighten_upper_bound`` > 0 iterations, non-VFE rows get "upper_bound_tightened": the bound
     with its own Z optimised at the model's hyperparameters (§3.2.6, variant 2). "exact"
     holds the same metrics for the exact GP. NLPD and SMSE use the test split when the dataset
@@ -253,7 +262,8 @@ def m_sweep(dataset, kernel, noise_variance, Ms, approximations=("fitc", "vfe"),
                     row = {"M": M, "approximation": approximation, **fit(m), "upper_bound": float(m.upper_bound())}
                     ls = row["kernel_params"].get("lengthscale")
                     row["clumped_pairs"] = None if ls is None else diagnostics.clumped_pairs(m.Z, ls)
-                    row["Z"] = m.Z.copy()
+                    row["inducing"] = m.inducing.copy()
+                    row["locations"] = m.Z.copy()
                     if tighten_upper_bound and approximation != "vfe":  # VFE cannot exceed it
                         row["upper_bound_tightened"] = m.tightened_upper_bound(tighten_upper_bound)[0]
                     out["rows"].append(row)
