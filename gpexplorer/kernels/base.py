@@ -4,7 +4,6 @@ kernel implements (see :mod:`gpexplorer.kernels`)."""
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 

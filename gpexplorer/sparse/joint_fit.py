@@ -10,7 +10,6 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from gpexplorer.sparse.comparison import TERMS, ParameterSet, build_model
 from gpexplorer.sparse.objectives import APPROXIMATIONS
