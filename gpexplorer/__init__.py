@@ -1,9 +1,18 @@
-"""gpexplorer: approximate Gaussian-process inference you can see, touch and trust."""
+"""gpexplorer: approximate Gaussian-process inference you can see, touch and trust.
+
+Sub-packages by system (imports point down this list): ``kernels`` and ``inducing`` ->
+``covariances`` -> the inference families ``sparse``, ``linearized`` (and ``random_features``)
+-> ``optimize`` -> ``models`` (the facade of every model class) -> ``experiments`` -> ``ui``.
+"""
 
 import importlib
 
-__all__ = ["datasets", "kernels", "metrics", "models"]
+from gpexplorer import _moved_modules
+
+__all__ = ["covariances", "datasets", "inducing", "kernels", "likelihoods", "metrics", "models"]
 __version__ = "0.1.0"
+
+_moved_modules.install()  # the flat layout's module paths, deprecated for one release
 
 
 def __getattr__(name):

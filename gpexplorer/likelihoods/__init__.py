@@ -1,0 +1,2 @@
+"""Forward models y = g(f) + noise with their Jacobians (``forward_models``) and the whitelisted
+parser of user-typed expressions (``expressions``)."""
