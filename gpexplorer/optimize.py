@@ -46,6 +46,7 @@ class FitResult:
     trace: list = field(default_factory=list)
     restarts: list = field(default_factory=list)  # per start: {"start", "objective", "n_iter", "message"}
     elapsed: float = 0.0
+    details: dict = field(default_factory=dict)  # model-specific facts (e.g. the kitchen sinks' "scan_restarts")
 
     @property
     def log_marginal_likelihood(self):

@@ -1,6 +1,8 @@
 """EKS / UKS (gpexplorer.linearized.kitchen_sinks) against exact Bayesian linear regression, the plain-numpy
 reference (tests/reference_kitchen_sinks.py), finite differences and the full-GP EGP/UGP."""
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -9,6 +11,7 @@ import reference_kitchen_sinks as ref
 from gpexplorer import kernels
 from gpexplorer.likelihoods.forward_models import get_forward_model
 from gpexplorer.linearized.kitchen_sinks import LinearizedKitchenSinks
+from gpexplorer.optimize import TraceEntry
 
 LINEARIZATIONS = ["taylor", "unscented"]
 
@@ -189,8 +192,8 @@ def test_blas_threads_follow_the_dense_work_of_the_form_used(monkeypatch, n_feat
     from gpexplorer.linearized import kitchen_sinks
 
     seen = []
-    real = kitchen_sinks.blas_threads
-    monkeypatch.setattr(kitchen_sinks, "blas_threads", lambda work: seen.append(work) or real(work))
+    real = kitchen_sinks.threads_for
+    monkeypatch.setattr(kitchen_sinks, "threads_for", lambda work: seen.append(work) or real(work))
     X, _, y = _sin_data(30)
     LinearizedKitchenSinks(X, y, forward="sin", n_features=n_features).fit_posterior()
     assert seen == [30 * n_features * min(30, n_features)]
@@ -306,13 +309,13 @@ def test_hyperparameter_learning_increases_the_bound(linearization):
     m = LinearizedKitchenSinks(X, y, forward="sin", linearization=linearization, n_features=30, lengthscale=3.0,
                                weight_variance=0.3, noise_variance=0.5)
     before = m.free_energy()
-    result = m.fit(max_evaluations=80)
-    assert result.free_energy_initial == pytest.approx(before)
-    assert result.free_energy > before + 5.0
-    assert m.free_energy() == pytest.approx(result.free_energy, abs=1e-9)  # left at the best evaluation
-    assert max(result.history) == pytest.approx(result.free_energy)
+    result = m.fit(max_iter=80)
+    assert -result.trace[0].objective == pytest.approx(before)
+    assert -result.objective > before + 5.0
+    assert m.free_energy() == pytest.approx(-result.objective, abs=1e-9)  # left at the best evaluation
+    assert min(e.objective for e in result.trace) == pytest.approx(result.objective)
     assert m.noise_variance[0] < 0.2  # started at 0.5; the true noise variance is 0.01
-    assert result.n_evaluations <= 81
+    assert result.n_eval == len(result.trace) - 1 <= 80
 
 
 def test_lengthscale_scan_escapes_the_ripple_the_local_search_ends_in():
@@ -331,25 +334,26 @@ def test_lengthscale_scan_escapes_the_ripple_the_local_search_ends_in():
         mf, vf = m.predict_f(data.x[test])
         results[scan] = (fit, m.lengthscale, metrics.nlpd(data.f[test], mf[:, 0], vf[:, 0]))
     (plain, l_plain, nlpd_plain), (scanned, l_scan, nlpd_scan) = results[False], results[True]
-    assert plain.scan_restarts == 0 and scanned.scan_restarts >= 1
-    assert scanned.free_energy > plain.free_energy + 10.0, (plain.free_energy, scanned.free_energy)
+    assert plain.details["scan_restarts"] == 0 and scanned.details["scan_restarts"] >= 1
+    assert -scanned.objective > -plain.objective + 10.0, (plain.objective, scanned.objective)
     assert l_scan < 0.8 * l_plain
     assert nlpd_scan < nlpd_plain - 1.0
     # the scan starts after the same local search, so it can only add better points
-    assert scanned.history[:len(plain.history)] == plain.history
-    assert scanned.n_evaluations <= 200
+    assert [e.objective for e in scanned.trace[:len(plain.trace)]] == [e.objective for e in plain.trace]
+    assert scanned.n_eval <= 200
 
 
 def test_scan_respects_the_budget_and_fixed_lengthscales():
     X, _, y = _sin_data(40, seed=8)
     m = LinearizedKitchenSinks(X, y, forward="sin", n_features=16, lengthscale=2.0, noise_variance=0.3)
     seen = []
-    result = m.fit(max_evaluations=30, callback=lambda entry: seen.append(entry) and False)
-    assert result.n_evaluations == len(seen) <= 30
-    assert m.free_energy() == pytest.approx(max(result.history), abs=1e-9)
+    result = m.fit(max_iter=30, callback=lambda entry: seen.append(entry) and False)
+    assert result.n_eval == len(seen) <= 30
+    assert m.free_energy() == pytest.approx(-min(e.objective for e in result.trace), abs=1e-9)
     fixed = LinearizedKitchenSinks(X, y, forward="sin", n_features=16, lengthscale=2.0, noise_variance=0.3)
-    result = fixed.fit(max_evaluations=60, fixed=("lengthscale",))
-    assert fixed.lengthscale == 2.0 and result.scan_restarts == 0
+    result = fixed.fit(max_iter=60, fixed=("lengthscale",))
+    assert fixed.lengthscale == 2.0 and result.details["scan_restarts"] == 0
+    assert all(e.params["lengthscale"] == 2.0 for e in result.trace)
 
 
 def test_fit_callback_sees_every_evaluation_and_can_stop_it():
@@ -357,10 +361,12 @@ def test_fit_callback_sees_every_evaluation_and_can_stop_it():
     m = LinearizedKitchenSinks(X, y, forward="sin", n_features=16, lengthscale=2.0, noise_variance=0.3)
     seen = []
     result = m.fit(callback=lambda entry: seen.append(entry) or len(seen) == 5)
-    assert [e["evaluation"] for e in seen] == [1, 2, 3, 4, 5]
-    assert result.n_evaluations == 5 and not result.success and "callback" in result.message
-    assert result.history[1:] == [e["free_energy"] for e in seen]
-    assert m.free_energy() == pytest.approx(max(result.history), abs=1e-9)
+    assert [e.iteration for e in seen] == [1, 2, 3, 4, 5] and all(isinstance(e, TraceEntry) for e in seen)
+    assert result.n_eval == 5 and not result.success and "callback" in result.message
+    assert result.trace[1:] == seen
+    for e in seen:  # the terms of -eq. 20 add up to the objective
+        assert e.terms and math.fsum(e.terms.values()) == pytest.approx(e.objective, rel=1e-12, abs=1e-9)
+    assert m.free_energy() == pytest.approx(-min(e.objective for e in result.trace), abs=1e-9)
 
 
 def test_fit_respects_fixed_and_tied_parameters():
@@ -368,11 +374,11 @@ def test_fit_respects_fixed_and_tied_parameters():
     m = LinearizedKitchenSinks(X, Y, forward="seismic", n_features=10, lengthscale=[1.0, 1.5], weight_variance=w2,
                                noise_variance=0.05, **options)  # scalar noise: one shared value
     before = m.free_energy()
-    result = m.fit(max_evaluations=40, fixed=("lengthscale",))
+    result = m.fit(max_iter=40, fixed=("lengthscale",))
     np.testing.assert_array_equal(m.lengthscale, [1.0, 1.5])
     assert m.noise_variance[0] == m.noise_variance[1] != 0.05
     assert len(set(m.weight_variance)) == 4  # given per task: learnt per task
-    assert result.free_energy >= before
+    assert -result.objective >= before
     with pytest.raises(ValueError, match="unknown parameter"):
         m.fit(fixed=("kappa",))
 

@@ -12,7 +12,7 @@ from gpexplorer import kernels
 from gpexplorer.likelihoods.forward_models import get_forward_model
 from gpexplorer.linalg import JitterWarning
 from gpexplorer.linearized.linearization import taylor, unscented
-from gpexplorer.linearized.gauss_newton import IterationRecord, NumericalFailure, _Linearizer, step_length_search
+from gpexplorer.linearized.gauss_newton import IterationRecord, NumericalFailure, Linearizer, step_length_search
 from gpexplorer.linearized.gp import LinearizedGP
 from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds, toy_inversion_data
 from gpexplorer.models import ExactGPR
@@ -183,7 +183,7 @@ def test_lean_linearisation_path_equals_the_shared_module():
         for kind in LINEARIZATIONS:
             if kind == "taylor" and not forward.differentiable:
                 continue
-            ours = _Linearizer(forward, kind, 0.7)(mean, var)
+            ours = Linearizer(forward, kind, 0.7)(mean, var)
             shared = taylor(forward, mean[:, None]) if kind == "taylor" else \
                 unscented(forward, mean[:, None], var[:, None], kappa=0.7)
             np.testing.assert_allclose(ours.A, shared.A, rtol=1e-13, atol=1e-14)
@@ -398,7 +398,7 @@ def test_learning_increases_free_energy_and_recovers_table1_values(linearization
     m = LinearizedGP(data.x[train], data.y[train], forward="sin", linearization=linearization,
                      kernel=kernels.Matern52(1.0, 1.0), noise_variance=1.0)
     before = m.free_energy()
-    result = m.fit(bounds=PAPER_BOUNDS)
+    result = m.set_bounds(**PAPER_BOUNDS).fit()
     assert result.success, result.message
     assert m.free_energy() > before + 50
     assert -result.objective == pytest.approx(m.free_energy(), rel=1e-12)
@@ -487,13 +487,15 @@ def test_bad_input_is_rejected_with_clear_messages():
     with pytest.raises(ValueError, match="noise_variance"):
         m.set_parameters({"noise_variance": 0.0})
     with pytest.raises(ValueError, match="bounds"):
-        m.fit(bounds={"lengthscale": (1.0, 0.1)})
-    with pytest.raises(ValueError, match="unknown parameter"):
-        m.fit(bounds={"period": (1.0, 2.0)})
+        m.set_bounds(lengthscale=(1.0, 0.1))
+    with pytest.raises(ValueError, match="no parameter"):
+        m.set_bounds(period=(1.0, 2.0))
     with pytest.raises(ValueError, match="method"):
         m.fit(method="bfgs")
-    with pytest.raises(ValueError, match="max_evals"):
-        m.fit(max_evals=0)
+    with pytest.raises(ValueError, match="max_iter"):
+        m.fit(max_iter=0)
+    with pytest.raises(ValueError, match="restarts"):
+        m.fit(restarts=-1)
 
 
 def test_overflowing_forward_model_gives_a_clear_error():

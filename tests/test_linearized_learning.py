@@ -14,7 +14,7 @@ import reference_linearized as ref
 from gpexplorer import kernels
 from gpexplorer.linearized import learning as ll
 from gpexplorer.likelihoods.forward_models import get_forward_model
-from gpexplorer.linearized.gauss_newton import _cholesky_W
+from gpexplorer.linearized.gauss_newton import cholesky_W
 from gpexplorer.linearized.gp import LinearizedGP
 from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds, toy_inversion_data
 from gpexplorer.models import ExactGPR
@@ -72,7 +72,7 @@ def score_at(X, y, a, b, kernel, packer, x, forward="sin", exact_implicit=False,
     k.set_params(**values)
     K = k.K(X)
     s = a / math.sqrt(noise)
-    post = SimpleNamespace(s=s, chol_W=_cholesky_W(K, s), mean=mean,
+    post = SimpleNamespace(s=s, chol_W=cholesky_W(K, s), mean=mean,
                            linearization=SimpleNamespace(b=b[:, None]))
     score = ll.FisherScore(k, X, y, get_forward_model(forward), packer, {}, exact_implicit)
     return score(x, K, post)
@@ -223,7 +223,7 @@ def test_fisher_scoring_shrinks_the_trust_region_and_gives_up_when_nothing_impro
     budget = Quadratic([2.0], np.eye(1), fail=lambda x: x[0] != 0.0)
     success, message, _ = ll.fisher_scoring(budget, budget.score, np.zeros(1), np.full(1, -5.0),
                                             np.full(1, 5.0), np.array([False]), max_evals=3)
-    assert not success and "max_evals" in message and len(budget.calls) == 3
+    assert not success and "budget of 3 evaluations" in message and len(budget.calls) == 3
 
 
 def test_trust_region_step_turns_from_the_fisher_step_towards_the_gradient():
@@ -277,7 +277,7 @@ def test_fisher_scoring_reaches_at_least_cobylas_free_energy(forward, linearizat
     for method in ("fisher", "cobyla"):
         m = LinearizedGP(data.x[train], data.y[train], forward=forward, linearization=linearization,
                          kernel=kernels.Matern52(1.0, 1.0), noise_variance=1.0)
-        fits[method] = (m.fit(bounds=PAPER_BOUNDS, method=method), m.free_energy())
+        fits[method] = (m.set_bounds(**PAPER_BOUNDS).fit(method=method), m.free_energy())
     result, F = fits["fisher"]
     assert result.success, result.message
     assert F >= fits["cobyla"][1] - 0.01
@@ -291,9 +291,9 @@ def test_egp_learning_ends_at_a_maximum_of_the_free_energy():
     train = cv_folds()[0][0]
     m = LinearizedGP(data.x[train], data.y[train], forward="sin", kernel=kernels.Matern52(1.0, 1.0),
                      noise_variance=1.0)
-    m.fit(bounds=PAPER_BOUNDS)
+    m.set_bounds(**PAPER_BOUNDS).fit()
     F = m.free_energy()
-    m.fit(bounds=PAPER_BOUNDS, method="nelder-mead", initial_step=0.05, xtol=1e-3, ftol=1e-5, max_evals=150)
+    m.fit(method="nelder-mead", initial_step=0.05, xtol=1e-3, ftol=1e-5, max_iter=150)
     assert m.free_energy() <= F + 0.01
 
 
@@ -316,10 +316,10 @@ def test_bounds_fixed_parameters_budget_and_callback():
         return LinearizedGP(X, y, forward="sin", kernel=kernels.Matern52(1.0, 1.0), noise_variance=1.0, **kw)
 
     m = model()
-    m.fit(bounds={"lengthscale": (2.0, 10.0)})  # the free optimum lies below 2
+    m.set_bounds(lengthscale=(2.0, 10.0)).fit()  # the free optimum lies below 2
     assert m.kernel.lengthscale == pytest.approx(2.0, rel=1e-12)
     c = model()
-    c.fit(bounds={"lengthscale": (2.0, 10.0)}, method="cobyla")
+    c.set_bounds(lengthscale=(2.0, 10.0)).fit(method="cobyla")
     assert m.free_energy() >= c.free_energy() - 0.01
     fixed = model()
     fixed.fit(fixed=("noise_variance",))
@@ -331,8 +331,8 @@ def test_bounds_fixed_parameters_budget_and_callback():
     nothing = model()
     result = nothing.fit(fixed=("kernel", "noise_variance"))
     assert result.success and result.n_eval == 1 and "nothing to optimise" in result.message
-    short = model().fit(max_evals=2)
-    assert short.n_eval == 2 and not short.success and "max_evals" in short.message
+    short = model().fit(max_iter=2)
+    assert short.n_eval == 2 and not short.success and "budget of 2 evaluations" in short.message
     seen = []
     stopped = model().fit(callback=lambda entry: seen.append(entry) or entry.iteration >= 1)
     assert stopped.n_eval == 2 == len(seen) and "callback" in stopped.message

@@ -108,7 +108,7 @@ def test_overflowing_forward_model_gives_a_clear_error():
 def test_fit_and_warm_start_use_the_fixed_point():
     X, y = _data(np.sin)
     model = _model(X, y, "sin")
-    model.fit(max_evals=30)
+    model.fit(max_iter=30)
     assert model.converged and np.isfinite(model.free_energy())
     F = model.free_energy()
     model.fit_posterior(warm_start=True)

@@ -1,5 +1,6 @@
-"""The BLAS-thread policy is scoped: overlapping scopes (several dashboard sessions on worker
-threads) neither undo each other's limit nor leave the process limited afterwards."""
+"""The BLAS-thread policy is scoped and reference-counted: overlapping sessions (worker threads
+of a dashboard) neither undo each other's limit nor leave the process limited afterwards, and a
+worker thread's limit really applies."""
 
 import threading
 
@@ -14,11 +15,35 @@ def _count():
 
 @pytest.fixture
 def two_threads():
-    # the process's own count, not one set here: OpenBLAS ignores a later limit set from a worker
-    # thread once the main thread has set a count explicitly, which is not how a page runs
+    # the process's own count, not one set here (a test must not change the process's setting)
     if _count() < 2:
         pytest.skip("BLAS runs one thread in this process (OPENBLAS_NUM_THREADS=1?)")
-    yield
+
+
+def _run_two_sessions(scope):
+    """Session A enters, B enters, A leaves, B leaves, each on a worker thread; returns what
+    this (main) thread and the open-scope counter saw at each step."""
+    steps = [threading.Event() for _ in range(4)]
+    done = [threading.Event() for _ in range(4)]
+    seen = {}
+
+    def session(enter, leave):
+        steps[enter].wait(5)
+        with scope():
+            done[enter].set()
+            steps[leave].wait(5)
+        done[leave].set()
+
+    workers = [threading.Thread(target=session, args=(0, 2)), threading.Thread(target=session, args=(1, 3))]
+    for w in workers:
+        w.start()
+    for k, name in enumerate(("a_in", "b_in", "a_out", "b_out")):
+        steps[k].set()
+        done[k].wait(5)
+        seen[name] = (_count(), _threads.open_scopes())
+    for w in workers:
+        w.join(10)
+    return seen
 
 
 def test_nested_scopes_keep_one_thread_until_the_last_leaves(two_threads):
@@ -30,32 +55,27 @@ def test_nested_scopes_keep_one_thread_until_the_last_leaves(two_threads):
     assert _count() == 2
 
 
-def test_interleaved_scopes_of_two_sessions(two_threads):
-    """Session A enters, B enters, A leaves, B leaves (each on its own worker thread): B's scope
-    stays open when A leaves, and after both the original count is back. (What OpenBLAS reports
-    for a limit set in another thread depends on its version, so the scopes are counted.)"""
-    before = _count()
-    steps = [threading.Event() for _ in range(4)]
-    done = [threading.Event() for _ in range(4)]
-    seen = {}
+def test_a_worker_threads_scope_really_limits_blas(two_threads):
+    """The limit set from a worker thread takes effect even after the main thread has set and
+    restored a count (OpenBLAS ignores its process-wide setter from workers then)."""
+    with _threads.single_threaded():
+        pass  # the main thread has now set and restored the count explicitly
+    inside = {}
 
-    def session(enter, leave):
-        steps[enter].wait(5)
+    def session():
         with _threads.single_threaded():
-            done[enter].set()
-            steps[leave].wait(5)
-        done[leave].set()
+            inside["count"] = _count()
 
-    workers = [threading.Thread(target=session, args=(0, 2)), threading.Thread(target=session, args=(1, 3))]
-    for w in workers:
-        w.start()
-    for k, name in enumerate(("a_in", "b_in", "a_out", "b_out")):
-        steps[k].set()
-        done[k].wait(5)
-        seen[name] = _threads.open_scopes()
-    for w in workers:
-        w.join(10)
-    assert seen == {"a_in": 1, "b_in": 2, "a_out": 1, "b_out": 0}
+    worker = threading.Thread(target=session)
+    worker.start()
+    worker.join(10)
+    assert inside["count"] == 1 and _count() == 2
+
+
+def test_overlapping_sessions_are_reference_counted(two_threads):
+    before = _count()
+    seen = _run_two_sessions(_threads.single_threaded)
+    assert seen == {"a_in": (1, 1), "b_in": (1, 2), "a_out": (1, 1), "b_out": (before, 0)}
     assert _count() == before
 
 

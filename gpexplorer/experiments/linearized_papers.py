@@ -38,20 +38,18 @@ import numpy as np
 
 from gpexplorer import kernels, metrics
 from gpexplorer.linalg import JitterWarning, jittered_cholesky
+from gpexplorer.linearized.gp import PAPER_BOUNDS  # re-exported: EGP paper section 4.1's box
 
-__all__ = ["TABLE1_FORWARDS", "METHODS", "PAPER_BOUNDS", "ToyData", "ResultRow", "toy_inversion_data",
-           "cv_folds", "make_model", "fit_model", "toy_fold", "run_toy", "run_usps", "run_seismic"]
+__all__ = ["TABLE1_FORWARDS", "METHODS", "PAPER_BOUNDS", "USPS_BOUNDS", "ToyData", "ResultRow", "toy_inversion_data",
+           "cv_folds", "make_model", "fit_model", "predict_moments", "toy_fold", "run_toy", "run_usps", "run_seismic"]
 
 #: forward models of EGP paper Table 1, plus the non-differentiable one of its Figure 1
 TABLE1_FORWARDS = ("identity", "poly3", "exp", "sin", "tanh2", "sign_cubic")
 #: method -> (model family, linearisation)
 METHODS = {"EGP": ("gp", "taylor"), "UGP": ("gp", "unscented"),
            "EKS": ("rks", "taylor"), "UKS": ("rks", "unscented")}
-#: EGP paper section 4.1: amplitude and lengthscale bounded below at 0.1, the noise at 0.01. The
-#: original code bounds the noise *standard deviation* at 0.01 (``learnLB(..., ynoise=1e-2)``),
-#: i.e. sigma^2 >= 1e-4, and the amplitude sigma_m52 at 0.1, i.e. variance >= 0.01; we follow the code.
-PAPER_BOUNDS = {"variance": (0.01, 1e6), "lengthscale": (0.1, 1e6), "noise_variance": (1e-4, 1e6)}
 #: EGP paper section 4.2 / original uspsbclass.py: sigma_se and l_se bounded at 0.1, noise std at 1e-7
+#: (applied with ``model.set_bounds(**USPS_BOUNDS)``; the toy problems' box is PAPER_BOUNDS, section 4.1)
 USPS_BOUNDS = {"variance": (0.01, 1e8), "lengthscale": (0.1, 1e4), "noise_variance": (1e-14, 1e2)}
 TOY_N_POINTS, TOY_N_SPLITS, TOY_NOISE_STD = 1000, 5, 0.2
 _LATENT_KERNELS = {"matern52": kernels.Matern52, "se": kernels.SquaredExponential}
@@ -173,17 +171,18 @@ def make_model(method, X, y, forward, *, n_features=200, kernel="matern52", seed
 
 
 def fit_model(model, method, bounds=PAPER_BOUNDS, fixed=(), gp_search=None):
-    """Hyperparameter learning (EGP paper section 3.2 / EKS section 4.4); GP models get ``bounds``
-    and, if given, the search ``gp_search`` (one of :data:`gpexplorer.linearized.gp.FIT_METHODS`)."""
+    """Hyperparameter learning (EGP paper section 3.2 / EKS section 4.4); GP models are given the
+    box ``bounds`` (``model.set_bounds(**bounds)``) and, if given, the search ``gp_search`` (one of
+    :data:`gpexplorer.linearized.gp.FIT_METHODS`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JitterWarning)
         if METHODS[method][0] == "gp":
             search = {} if gp_search is None else {"method": gp_search}
-            return model.fit(bounds=bounds, fixed=fixed, **search)
+            return model.set_bounds(**bounds).fit(fixed=fixed, **search)
         return model.fit(fixed=fixed)
 
 
-def _predict(model, method, Xs, seed=0):
+def predict_moments(model, method, Xs, seed=0):
     """(mean f*, var f*, mean y*) as 1-D arrays; y* by quadrature (GP, EGP paper eq. 39) or Monte
     Carlo (kitchen sinks, EKS eq. 37)."""
     mf, vf = model.predict_f(Xs)
@@ -211,7 +210,7 @@ def toy_fold(method, data: ToyData, train, test, n_features=200, seed=0, feature
                        kernel=kernel, seed=seed)
     fit_model(model, method)
     seconds = time.perf_counter() - t0
-    mf, vf, my = _predict(model, method, data.x[test], seed=seed)
+    mf, vf, my = predict_moments(model, method, data.x[test], seed=seed)
     ft, yt = data.f[test], data.y[test]
     gt = model.forward.value(ft[:, None])[:, 0]
     return {"nlpd_f": metrics.nlpd(ft, mf, np.maximum(vf, 1e-300)), "smse_f": metrics.smse(ft, mf),
@@ -332,7 +331,7 @@ def run_usps(methods=("EGP", "UGP", "EKS", "UKS"), feature_counts=(100, 200, 400
                 else:
                     model.fit_posterior()
             seconds = time.perf_counter() - t0
-            _, _, prob = _predict(model, method, ds.X_test, seed=seed)
+            _, _, prob = predict_moments(model, method, ds.X_test, seed=seed)
             prob = np.clip(prob, 0.0, 1.0)
             wrong = ((prob > 0.5) != (ds.y_test > 0.5)).astype(float)
             loss = -np.log(np.clip(np.where(ds.y_test > 0.5, prob, 1.0 - prob), 1e-12, 1.0))

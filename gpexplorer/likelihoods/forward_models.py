@@ -39,7 +39,7 @@ from scipy import special
 __all__ = [
     "ForwardModel", "ScalarForwardModel", "Identity", "Poly3", "Exp", "Sin", "Tanh2", "SignCubic",
     "Logistic", "Softmax", "Seismic", "ExpressionForwardModel", "FORWARD_MODELS",
-    "get_forward_model", "not_differentiable_message",
+    "SCALAR_FORWARD_MODELS", "get_forward_model", "not_differentiable_message",
 ]
 
 
@@ -412,6 +412,8 @@ FORWARD_MODELS = {
     "softmax": Softmax,
     "seismic": Seismic,
 }
+#: the registered models with one latent and one output value per point (Q = P = 1), in registry order
+SCALAR_FORWARD_MODELS = tuple(name for name, cls in FORWARD_MODELS.items() if issubclass(cls, ScalarForwardModel))
 
 _ALIASES = {"linear": "identity", "sigmoid": "logistic", "signcubic": "sign_cubic"}
 

@@ -32,8 +32,8 @@ import math
 import numpy as np
 from scipy import optimize
 
-from gpexplorer.linearized.gauss_newton import (IterationRecord, NumericalFailure, _forward_values, _gauss_newton_target,
-                                     _linearize_checked, _map_objective, _Posterior, _posterior_var)
+from gpexplorer.linearized.gauss_newton import (InnerPosterior, IterationRecord, NumericalFailure, forward_values,
+                                                gauss_newton_target, linearize_checked, map_objective, posterior_var)
 
 __all__ = ["posterior_fixed_point"]
 
@@ -42,10 +42,10 @@ class _Map:
     """T(m, v) at one point: the linearisation, W's factor and the target (m_t, beta_t, v_t)."""
 
     def __init__(self, K, y, sigma, linearize, mean, var, scale_mean, scale_var):
-        self.lin, a, b = _linearize_checked(linearize, mean, var)
-        self.s, self.L, self.beta_target = _gauss_newton_target(K, y, sigma, a, b)
+        self.lin, a, b = linearize_checked(linearize, mean, var)
+        self.s, self.L, self.beta_target = gauss_newton_target(K, y, sigma, a, b)
         self.mean_target = K @ self.beta_target
-        self.var_target = _posterior_var(K, self.s, self.L)
+        self.var_target = posterior_var(K, self.s, self.L)
         self.mean, self.var = mean, var
         self.scaled_residual = np.concatenate([(self.mean_target - mean) / scale_mean,
                                                (self.var_target - var) / scale_var])
@@ -97,7 +97,7 @@ def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, 
     def target_objective(point):
         """(31) at a point's target m_t = K beta_t (beta_t exact, no K^-1 needed)."""
         mean = point.mean_target
-        return _map_objective(y, _forward_values(forward, mean), mean, point.beta_target, noise_variance)
+        return map_objective(y, forward_values(forward, mean), mean, point.beta_target, noise_variance)
 
     trace = []
 
@@ -122,6 +122,6 @@ def posterior_fixed_point(K, y, noise_variance, forward, linearize, start=None, 
     if not converged:
         trace.append(IterationRecord(len(trace), trace[-1].map_objective, 0.0, 0, "diverged"))
     value = target_objective(here)
-    return _Posterior(here.mean_target, here.beta_target, here.s, here.L, here.lin, value, trace, converged,
+    return InnerPosterior(here.mean_target, here.beta_target, here.s, here.L, here.lin, value, trace, converged,
                       not converged, spread=here.var, var=here.var_target)
 

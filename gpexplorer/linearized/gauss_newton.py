@@ -18,7 +18,9 @@ from scipy.linalg import blas, lapack
 
 from gpexplorer.linearized._loops import lower_W
 
-__all__ = ["IterationRecord", "StepSearchResult", "step_length_search", "gauss_newton", "NumericalFailure"]
+__all__ = ["IterationRecord", "StepSearchResult", "step_length_search", "gauss_newton", "NumericalFailure",
+           "InnerPosterior", "Linearizer", "cholesky_W", "scaled_rows", "posterior_var", "map_objective",
+           "linearize_checked", "gauss_newton_target", "forward_values"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -103,7 +105,7 @@ class NumericalFailure(ValueError):
 
 
 @dataclass
-class _Posterior:
+class InnerPosterior:
     """Inner-loop result: q(f) = N(m, C) with C = K - K S W^-1 S K, S = diag(s).
 
     (s, chol_W, linearization) come from the linearisation about the returned mean's
@@ -124,7 +126,7 @@ class _Posterior:
     var: np.ndarray | None = None   # diag(C), computed on demand
 
 
-def _cholesky_W(K, s):
+def cholesky_W(K, s):
     """Lower Cholesky factor of W = I + diag(s) K diag(s) (eigenvalues >= 1 for PSD K)."""
     L, info = lapack.dpotrf(lower_W(K, s), lower=1, clean=0, overwrite_a=1)
     if info != 0:
@@ -133,24 +135,25 @@ def _cholesky_W(K, s):
     return L
 
 
-def _scaled_rows(s, M):
+def scaled_rows(s, M):
     """diag(s) M for M [N, S] as a Fortran-ordered array (what LAPACK takes without a copy)."""
     return (M.T * s).T
 
 
-def _posterior_var(K, s, L):
+def posterior_var(K, s, L):
     """diag(C), C = K - K S W^-1 S K (eq. 35), via V = L_W^-1 S K (one triangular solve)."""
-    V, _ = lapack.dtrtrs(L, _scaled_rows(s, K), lower=1)
+    V, _ = lapack.dtrtrs(L, scaled_rows(s, K), lower=1)
     return np.maximum(np.diag(K) - np.einsum("ij,ij->j", V, V), 0.0)
 
 
-def _map_objective(y, g_mean, mean, beta, noise_variance):
+def map_objective(y, g_mean, mean, beta, noise_variance):
     """Eq. 31: -(y - g(m))^T (y - g(m)) / (2 sigma^2) - m^T K^-1 m / 2, with K^-1 m = beta."""
     r = y - g_mean
     return -0.5 * (r @ r) / noise_variance - 0.5 * (mean @ beta)
 
 
-def _linearize_checked(linearize, mean, var):
+def linearize_checked(linearize, mean, var):
+    """(Linearization, a [N], b [N]) about (mean, var) (eq. 36/37); NumericalFailure if not finite."""
     try:
         lin = linearize(mean, var)
     except ValueError as err:  # the forward model left its range (overflow, NaN)
@@ -161,13 +164,13 @@ def _linearize_checked(linearize, mean, var):
     return lin, a, b
 
 
-def _gauss_newton_target(K, y, sigma, a, b):
+def gauss_newton_target(K, y, sigma, a, b):
     """(s, L_W, beta_t): the target m_t = H (y - b) = K beta_t of eq. 34 for slopes a, intercepts b.
 
     H (y - b) = K A (Lambda + A K A)^-1 (y - b) = K S W^-1 (y - b) / sigma with S = diag(a) / sigma.
     """
     s = a / sigma
-    L = _cholesky_W(K, s)
+    L = cholesky_W(K, s)
     w = blas.dtrsv(L, blas.dtrsv(L, (y - b) / sigma, lower=1), lower=1, trans=1)
     return s, L, s * w
 
@@ -205,8 +208,8 @@ def gauss_newton(K, y, noise_variance, forward, linearize, start=None, *, restar
     kept = None  # (s, L, lin, beta target) of the linearisation whose target gave the current mean
     if restart_from is not None:
         mean0, var = restart_from
-        lin, a, b = _linearize_checked(linearize, mean0, var)
-        s, L, beta = _gauss_newton_target(K, y, sigma, a, b)
+        lin, a, b = linearize_checked(linearize, mean0, var)
+        s, L, beta = gauss_newton_target(K, y, sigma, a, b)
         mean = K @ beta
         kept = (s, L, lin, beta)
     elif start is not None:
@@ -215,7 +218,7 @@ def gauss_newton(K, y, noise_variance, forward, linearize, start=None, *, restar
         mean, beta, var = np.zeros_like(y), np.zeros_like(y), None
     if var is None:
         var = np.diag(K).copy()
-    value = _map_objective(y, _forward_values(forward, mean), mean, beta, noise_variance)
+    value = map_objective(y, forward_values(forward, mean), mean, beta, noise_variance)
     if not math.isfinite(value):
         raise NumericalFailure("the MAP objective (31) is not finite at the starting mean")
     trace = [IterationRecord(0, value, 0.0, 0, "start")]
@@ -223,12 +226,12 @@ def gauss_newton(K, y, noise_variance, forward, linearize, start=None, *, restar
     previous_gain = 0.0  # no accepted step yet
     for it in range(1, int(max_iter) + 1):
         if need_var and kept is not None:
-            var = _posterior_var(K, kept[0], kept[1])
-        lin, a, b = _linearize_checked(linearize, mean, var)
+            var = posterior_var(K, kept[0], kept[1])
+        lin, a, b = linearize_checked(linearize, mean, var)
         if kept is not None and np.array_equal(a, kept[2].A[:, 0, 0]) and np.array_equal(b, kept[2].b[:, 0]):
             s, L, _, beta_target = kept  # same linearisation (a linear g): same W, same target
         else:
-            s, L, beta_target = _gauss_newton_target(K, y, sigma, a, b)
+            s, L, beta_target = gauss_newton_target(K, y, sigma, a, b)
         d_mean = K @ beta_target - mean
         d_beta = beta_target - beta
 
@@ -236,7 +239,7 @@ def gauss_newton(K, y, noise_variance, forward, linearize, start=None, *, restar
             m_new = mean + alpha * d_mean
             b_new = beta + alpha * d_beta
             try:
-                v = _map_objective(y, _forward_values(forward, m_new), m_new, b_new, noise_variance)
+                v = map_objective(y, forward_values(forward, m_new), m_new, b_new, noise_variance)
             except ValueError:  # g rejects non-finite latent values
                 v = -math.inf
             return (v if math.isfinite(v) else -math.inf), (m_new, b_new)
@@ -260,19 +263,20 @@ def gauss_newton(K, y, noise_variance, forward, linearize, start=None, *, restar
             break
         previous_gain = gain
     if kept is None:  # max_iter = 0 is rejected by the callers; keep the function total anyway
-        lin, a, b = _linearize_checked(linearize, mean, var)
-        s, L, beta_target = _gauss_newton_target(K, y, sigma, a, b)
+        lin, a, b = linearize_checked(linearize, mean, var)
+        s, L, beta_target = gauss_newton_target(K, y, sigma, a, b)
         kept = (s, L, lin, beta_target)
     s, L, lin, _ = kept
-    return _Posterior(mean, beta, s, L, lin, value, trace, converged, diverged,
+    return InnerPosterior(mean, beta, s, L, lin, value, trace, converged, diverged,
                       spread=var if need_var else None)
 
 
-def _forward_values(forward, mean):
+def forward_values(forward, mean):
+    """g(m) [N] of a scalar forward model at the latent values m [N]."""
     return forward.value(mean[:, None])[:, 0]
 
 
-class _Linearizer:
+class Linearizer:
     """Callable (mean, var) -> Linearization for the EGP (eq. 36) or UGP (eq. 37).
 
     Elementwise scalar models take a lean path (one call of g, and of g' for Taylor) with the

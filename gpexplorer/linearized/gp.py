@@ -33,24 +33,23 @@ needs no factorisation of K.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 from scipy.linalg import lapack
 
 from gpexplorer import kernels
 from gpexplorer.linearized.gauss_newton import (IterationRecord, NumericalFailure, StepSearchResult,  # re-exported
-                                     _Linearizer, _posterior_var, _scaled_rows, gauss_newton,
-                                     step_length_search)
+                                                Linearizer, gauss_newton, posterior_var, scaled_rows,
+                                                step_length_search)
 from gpexplorer.linalg import CholeskyError, jittered_cholesky
 from gpexplorer._checks import prediction_inputs, validate_data as _validate_data
 from gpexplorer.parameters import NOISE, KernelAndNoise
 from gpexplorer.linearized.fixed_point import posterior_fixed_point
+from gpexplorer.linearized.fitting import bounds_for_fit, check_count, evaluation_budget, fit_free_energy
 from gpexplorer import _threads
-from gpexplorer.optimize import FitResult
 
 __all__ = ["LinearizedGP", "IterationRecord", "StepSearchResult", "step_length_search", "gauss_newton",
-           "NumericalFailure", "LINEARIZATIONS", "FIT_METHODS", "INNER_LOOPS"]
+           "NumericalFailure", "LINEARIZATIONS", "FIT_METHODS", "INNER_LOOPS", "PAPER_BOUNDS"]
 
 #: accepted spellings of the two linearisations
 LINEARIZATIONS = {"taylor": "taylor", "egp": "taylor", "extended": "taylor",
@@ -58,25 +57,22 @@ LINEARIZATIONS = {"taylor": "taylor", "egp": "taylor", "extended": "taylor",
 #: hyperparameter searches accepted by :meth:`LinearizedGP.fit`: Fisher scoring
 #: (:mod:`gpexplorer.linearized.learning`) and scipy's derivative-free minimisers
 FIT_METHODS = ("fisher", "cobyla", "nelder-mead", "powell")
+#: EGP paper section 4.1's search box, natural scale (``model.set_bounds(**PAPER_BOUNDS)``): amplitude
+#: and lengthscale bounded below at 0.1, the noise at 0.01. The original code bounds the noise
+#: *standard deviation* at 0.01 (``learnLB(..., ynoise=1e-2)``), i.e. sigma^2 >= 1e-4, and the
+#: amplitude sigma_m52 at 0.1, i.e. variance >= 0.01; we follow the code.
+PAPER_BOUNDS = {"variance": (0.01, 1e6), "lengthscale": (0.1, 1e6), "noise_variance": (1e-4, 1e6)}
 #: inner loops: the paper's step search on the MAP objective (31), or the fixed point of the
 #: statistical linearisation (:mod:`gpexplorer.linearized.fixed_point`, UGP only)
 INNER_LOOPS = ("map-search", "fixed-point")
 _LOG_2PI = math.log(2.0 * math.pi)
 #: numpy's hermegauss returns NaN nodes from about 400 points on
 MAX_QUADRATURE_POINTS = 300
-#: default box for every positive parameter during :meth:`LinearizedGP.fit` (natural scale)
-DEFAULT_BOUNDS = (1e-6, 1e6)
 
 
 # ------------------------------------------------------------------------------------------
 # the model
 # ------------------------------------------------------------------------------------------
-def _check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
 def _check_positive(name, value):
     try:
         v = float(value)
@@ -150,8 +146,8 @@ class LinearizedGP(KernelAndNoise):
         except (TypeError, ValueError) as err:
             raise ValueError(f"invalid kappa: {err}") from None
         self.kappa = float(kappa)
-        self.max_iter = _check_int("max_iter", max_iter, 1)
-        self.max_step_cuts = _check_int("max_step_cuts", max_step_cuts, 0)
+        self.max_iter = check_count("max_iter", max_iter, 1)
+        self.max_step_cuts = check_count("max_step_cuts", max_step_cuts, 0)
         self.step_shrink = _check_positive("step_shrink", step_shrink)
         if not self.step_shrink < 1.0:
             raise ValueError(f"step_shrink must lie in (0, 1); got {step_shrink!r}")
@@ -171,7 +167,7 @@ class LinearizedGP(KernelAndNoise):
         self.jitter = jitter
         self.jitter_used = 0.0
         self.fit_result = None
-        self._linearize = _Linearizer(self.forward, self.linearization_method, self.kappa)
+        self._linearize = Linearizer(self.forward, self.linearization_method, self.kappa)
         self._post = None
         self._last_post = None  # survives parameter changes: the source of warm starts
         self._K = None
@@ -199,6 +195,23 @@ class LinearizedGP(KernelAndNoise):
 
     def _set_posterior(self, post):
         self._post = self._last_post = post
+
+    def search_step(self, restart_from=None):
+        """One evaluation of a hyperparameter search (:mod:`gpexplorer.linearized.learning`): the
+        inner loop at the current hyperparameters, from the prior or restarted from the mean and
+        variances of ``restart_from`` (an earlier search step's posterior); its posterior becomes
+        current but not the source of later warm starts. Returns (posterior, kernel matrix K)."""
+        source = None
+        if restart_from is not None:
+            source = (restart_from.mean, restart_from.var if restart_from.var is not None else restart_from.spread)
+        self._post = self._inner(restart_from=source)
+        return self._post, self._K
+
+    def adopt_posterior(self, post, K):
+        """Make a posterior returned by :meth:`search_step` (with its kernel matrix K) current,
+        without running the inner loop again."""
+        self._K = K
+        self._set_posterior(post)
 
     def _inner(self, start=None, restart_from=None):
         if self.inner_loop == "fixed-point":
@@ -253,7 +266,7 @@ class LinearizedGP(KernelAndNoise):
         """diag(C), the posterior variances of f at the training inputs (N,); eq. 35."""
         post = self._posterior()
         if post.var is None:
-            post.var = _posterior_var(self._kernel_matrix(), post.s, post.chol_W)
+            post.var = posterior_var(self._kernel_matrix(), post.s, post.chol_W)
         return post.var.copy()
 
     @property
@@ -261,7 +274,7 @@ class LinearizedGP(KernelAndNoise):
         """C = (I - H A) K (eq. 35), the full (N, N) posterior covariance."""
         post = self._posterior()
         K = self._kernel_matrix()
-        V = lapack.dtrtrs(post.chol_W, _scaled_rows(post.s, K), lower=1)[0]
+        V = lapack.dtrtrs(post.chol_W, scaled_rows(post.s, K), lower=1)[0]
         return K - V.T @ V
 
     @property
@@ -320,7 +333,7 @@ class LinearizedGP(KernelAndNoise):
         Xnew = self._check_new(Xnew)
         post = self._posterior()
         Ks = self.kernel.K(self.X, Xnew)
-        V = lapack.dtrtrs(post.chol_W, _scaled_rows(post.s, Ks), lower=1)[0]
+        V = lapack.dtrtrs(post.chol_W, scaled_rows(post.s, Ks), lower=1)[0]
         var = self.kernel.Kdiag(Xnew) - np.einsum("ij,ij->j", V, V)
         return Ks.T @ post.beta, np.maximum(var, 0.0)
 
@@ -336,7 +349,7 @@ class LinearizedGP(KernelAndNoise):
         """
         mean_f, var_f = self.predict_f(Xnew)
         if method == "quadrature":
-            n_points = _check_int("n_points", n_points, 1)
+            n_points = check_count("n_points", n_points, 1)
             if n_points > MAX_QUADRATURE_POINTS:
                 raise ValueError(f"n_points must be at most {MAX_QUADRATURE_POINTS} (numpy's Gauss-Hermite nodes are "
                                  f"not finite beyond that); got {n_points}")
@@ -361,8 +374,8 @@ class LinearizedGP(KernelAndNoise):
         return mean_y, np.maximum(var_y, 0.0) + self.noise_variance
 
     # outer loop -----------------------------------------------------------------------------
-    def fit(self, fixed=(), method="fisher", bounds=None, max_evals=200, xtol=0.1, ftol=0.05,
-            initial_step=1.0, callback=None):
+    def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="fisher", xtol=0.1,
+            ftol=0.05, initial_step=1.0, max_evals=None, bounds=None):
         """Maximise the free energy (41) over the log hyperparameters and log noise variance.
 
         ``method`` "fisher" (default): Fisher scoring with the gradient of F and the Fisher
@@ -370,66 +383,32 @@ class LinearizedGP(KernelAndNoise):
         F (:func:`gpexplorer.linearized.learning.fisher_scoring`); the gradient is exact for the
         EGP and holds the linearisation fixed for the UGP. Derivative-free, as EGP paper section
         3.2 (which used BOBYQA): scipy's "cobyla", "nelder-mead" or "powell". All work on the
-        logs of the free parameters inside ``bounds`` (dict name -> (low, high) on the natural
-        scale; DEFAULT_BOUNDS otherwise). ``fixed`` names parameters to keep ("kernel" fixes
-        every kernel hyperparameter). ``ftol`` is the change of F in nats that no longer matters
-        (Fisher scoring stops when its next step is predicted to gain less than ftol / 10;
-        Nelder-Mead stops when its simplex's values differ by less); ``xtol`` the final step in
-        log units and ``initial_step`` the first step for the derivative-free methods (COBYLA's
-        final and first trust radius, the simplex size, Powell's line tolerance and first
-        steps); ``max_evals`` the budget of free-energy evaluations (each one an inner loop).
-        The first inner loop starts from the prior, each later one from the posterior of the
-        best evaluation so far.
+        logs of the free parameters inside their bounds (``parameter_specs``; change them with
+        :meth:`set_bounds`). ``fixed`` names parameters to keep ("kernel" fixes every kernel
+        hyperparameter). ``max_iter`` is the budget of free-energy evaluations (each one an inner
+        loop). ``ftol`` is the change of F in nats that no longer matters (Fisher scoring stops
+        when its next step is predicted to gain less than ftol / 10; Nelder-Mead stops when its
+        simplex's values differ by less); ``xtol`` the final step in log units and
+        ``initial_step`` the first step for the derivative-free methods (COBYLA's final and
+        first trust radius, the simplex size, Powell's line tolerance and first steps). The
+        first inner loop of a search starts from the prior, each later one from the posterior of
+        the search's best evaluation so far. ``restarts`` extra searches start from the
+        log-parameters perturbed with sd 0.5 (``seed``); the best search is kept.
         ``callback(entry)`` receives each evaluation's TraceEntry (objective = -F, its terms,
-        the parameters); returning True stops the search. The model is left at the best
+        the parameters); returning True stops the fit. The model is left at the best
         parameters found, with that evaluation's posterior; returns a FitResult (``n_iter``:
-        Fisher iterations, or evaluations for the derivative-free methods).
+        Fisher iterations, or evaluations for the derivative-free methods) whose trace is the
+        best search's (:mod:`gpexplorer.linearized.fitting`). Deprecated: ``max_evals`` (use
+        ``max_iter``) and ``bounds`` (use :meth:`set_bounds`).
         """
-        from gpexplorer.linearized.learning import (FAILED, FisherScore, FreeEnergyObjective, StopSearch,
-                                                    fisher_scoring, log_bounds, scipy_search, variance_like)
-        from gpexplorer.optimize import Packer, expand_fixed
-
         if method not in FIT_METHODS:
             raise ValueError(f"method must be one of {FIT_METHODS}; got {method!r}")
-        max_evals = _check_int("max_evals", max_evals, 1)
+        max_iter = evaluation_budget(max_iter, max_evals, "max_evals")
         xtol, ftol = _check_positive("xtol", xtol), _check_positive("ftol", ftol)
         initial_step = _check_positive("initial_step", initial_step)
         if callback is not None and not callable(callback):
             raise ValueError("callback must be callable")
-        initial = self.parameters
-        packer = Packer(self.parameter_specs, initial, expand_fixed(self, fixed))
-        lo, hi = log_bounds(initial, packer, bounds, DEFAULT_BOUNDS)
-        fixed_values = {k: v for k, v in initial.items() if k not in packer.names}
-        objective = FreeEnergyObjective(self, packer, lo, hi, fixed_values, callback)
-        t0 = time.perf_counter()
-        x0 = np.clip(packer.pack(initial), lo, hi)
-        message, success, iterations = "nothing to optimise: every parameter is fixed", True, None
-        try:
-            with _threads.single_threaded():
-                if x0.size == 0:
-                    objective(x0)
-                elif method == "fisher":
-                    score = FisherScore(self.kernel, self.X, self.y, self.forward, packer, fixed_values,
-                                        exact_implicit=self.linearization_method == "taylor")
-                    success, message, iterations = fisher_scoring(objective, score, x0, lo, hi, variance_like(packer),
-                                                                  max_evals=max_evals, ftol=ftol)
-                else:
-                    success, message = scipy_search(objective, x0, lo, hi, method, max_evals, xtol, ftol,
-                                                    initial_step)
-        except StopSearch:
-            success, message = False, "stopped by the callback"
-        finally:
-            best = objective.best
-            self.assign_parameters(best["params"])
-            if best["post"] is not None:
-                self._K = best["K"]
-                self._set_posterior(best["post"])
-        if best["post"] is None or best["objective"] >= FAILED:
-            raise NumericalFailure("no evaluation of the free energy succeeded; the forward model overflows "
-                                   "at every hyperparameter setting tried (check the data scale and bounds)")
-        trace = objective.trace
-        self.fit_result = FitResult(success=success, message=message, objective=best["objective"],
-                                    n_iter=len(trace) if iterations is None else iterations,
-                                    n_eval=len(trace), trace=trace, elapsed=time.perf_counter() - t0)
+        with bounds_for_fit(self, bounds):
+            self.fit_result = fit_free_energy(self, max_iter, fixed, restarts, seed, callback, method, xtol, ftol,
+                                              initial_step)
         return self.fit_result
-

@@ -70,21 +70,25 @@ from gpexplorer import kernels as _kernels
 from gpexplorer.linearized import linearization
 from gpexplorer.likelihoods.forward_models import get_forward_model
 from gpexplorer.linearized.gauss_newton import IterationRecord, step_length_search
-from gpexplorer.linearized.kitchen_sinks_algebra import blas_threads, coupled_latent_variances, newton_system
-from gpexplorer.linearized.kitchen_sinks_checks import (newton_options, positive_parameter, prior_means,
-                                           training_data)
-from gpexplorer.linearized.kitchen_sinks_learning import HyperparameterFit, fit_hyperparameters
+from gpexplorer.linearized.kitchen_sinks_algebra import coupled_latent_variances, monte_carlo_moments, newton_system
+from gpexplorer._threads import threads_for
+from gpexplorer.linearized.kitchen_sinks_checks import (PARAMETER_NAMES, KitchenSinksParameters, newton_options,
+                                                       positive_parameter, prior_means, training_data)
+from gpexplorer.linearized.fitting import bounds_for_fit, evaluation_budget
+from gpexplorer.linearized.kitchen_sinks_learning import fit_hyperparameters
 from gpexplorer._checks import prediction_inputs
 from gpexplorer.random_features.fourier import RandomFourierFeatures
 
-__all__ = ["LinearizedKitchenSinks", "HyperparameterFit"]
+__all__ = ["LinearizedKitchenSinks", "PARAMETER_NAMES"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _LINEARIZATIONS = {"taylor": "taylor", "eks": "taylor", "extended": "taylor",
                    "unscented": "unscented", "uks": "unscented"}
 
-class LinearizedKitchenSinks:
+class LinearizedKitchenSinks(KitchenSinksParameters):
     """EKS (``linearization="taylor"``) and UKS (``"unscented"``); see the module docstring.
+    ``parameters``, ``set_parameters``, ``parameter_specs`` and ``set_bounds`` follow the
+    convention of every model (:class:`gpexplorer.linearized.kitchen_sinks_checks.KitchenSinksParameters`).
 
     Parameters
     ----------
@@ -148,6 +152,7 @@ class LinearizedKitchenSinks:
         self.trace: list[IterationRecord] = []
         self.stop_reason = None
         self.fit_result = None
+        self._bounds = {}  # name -> (lower, upper) set by set_bounds
 
     # parameters ------------------------------------------------------------------------
     @property
@@ -157,30 +162,6 @@ class LinearizedKitchenSinks:
     @property
     def lengthscale(self):
         return self.features.lengthscale
-
-    @property
-    def parameters(self) -> dict:
-        """{"noise_variance": (P,), "weight_variance": (Q,), "lengthscale": float or (d,)}."""
-        ls = self.features.lengthscale
-        return {"noise_variance": self.noise_variance.copy(), "weight_variance": self.weight_variance.copy(),
-                "lengthscale": ls.copy() if isinstance(ls, np.ndarray) else ls}
-
-    def set_parameters(self, **values):
-        """Change hyperparameters; the posterior is recomputed (warm-started) on next use."""
-        for name, value in values.items():
-            if name == "lengthscale":
-                if np.array_equal(np.asarray(value, dtype=float), np.asarray(self.features.lengthscale)):
-                    continue
-                self.features.lengthscale = value
-                self._Phi = self.features(self.X)
-            elif name == "noise_variance":
-                self.noise_variance = positive_parameter(name, value, self.n_outputs, "one per output")[0]
-            elif name == "weight_variance":
-                self.weight_variance = positive_parameter(name, value, self.n_latent, "one per latent task")[0]
-            else:
-                raise ValueError(f"unknown parameter {name!r}; choose from {list(self.parameters)}")
-        self._stale = True  # the old posterior stays as the warm start
-        return self
 
     # linearisation and objectives ---------------------------------------------------------
     def _latent(self, M, Phi=None):
@@ -235,7 +216,7 @@ class LinearizedKitchenSinks:
         """One BLAS thread unless the dense work is large: N D min(N, D) flops per Newton iteration
         (the D x D primal or, for D > N, the N x N dual factorisation), or n_rows N D per prediction."""
         N, D = self.X.shape[0], self.n_features
-        return blas_threads(N * D * min(N, D) if n_rows is None else n_rows * N * D)
+        return threads_for(N * D * min(N, D) if n_rows is None else n_rows * N * D)
 
     def fit_posterior(self, warm_start=True):
         """Run the Newton loop (eq. 16-19) at the current hyperparameters; returns self.
@@ -310,18 +291,31 @@ class LinearizedKitchenSinks:
         self._ensure_posterior()
         return self._map_objective(self.posterior_mean)
 
-    def free_energy(self):
-        """Approximate lower bound eq. 20 at the current posterior (fitted first if needed)."""
+    def _bound_parts(self):
+        """The pieces of -eq. 20: N (P log 2 pi + sum_p log sigma_p^2) / 2, |eps|^2_Sigma / 2, and per
+        task |m_q|^2 / omega_q^2, log|Lambda_q| and D log omega_q^2 ([Q] each)."""
         self._ensure_posterior()
         lin, M = self.linearization, self.posterior_mean
         N, P, D = self.Y.shape[0], self.n_outputs, self.n_features
         eps = self.Y - (np.einsum("npq,nq->np", lin.A, self._latent(M)) + lin.b)
         log_det_precision = np.array([precision.log_det() for precision in self._precisions])  # -log|C_q|
-        value = (-0.5 * N * (P * _LOG_2PI + np.sum(np.log(self.noise_variance)))
-                 - 0.5 * np.sum(eps * eps / self.noise_variance)
-                 - 0.5 * np.sum(np.sum(M * M, axis=1) / self.weight_variance + log_det_precision
-                                + D * np.log(self.weight_variance)))
-        return float(value)
+        return (0.5 * N * (P * _LOG_2PI + np.sum(np.log(self.noise_variance))),
+                0.5 * np.sum(eps * eps / self.noise_variance),
+                np.sum(M * M, axis=1) / self.weight_variance, log_det_precision, D * np.log(self.weight_variance))
+
+    def free_energy(self):
+        """Approximate lower bound eq. 20 at the current posterior (fitted first if needed)."""
+        constant, data_fit, prior, log_det_precision, log_prior_det = self._bound_parts()
+        return float(-constant - data_fit - 0.5 * np.sum(prior + log_det_precision + log_prior_det))
+
+    def free_energy_terms(self) -> dict:
+        """The four parts of -eq. 20 (they sum to -free_energy() up to rounding), named as
+        :meth:`gpexplorer.linearized.gp.LinearizedGP.free_energy_terms`: "constant"
+        N (P log 2 pi + sum_p log sigma_p^2) / 2, "complexity" sum_q log|omega_q^2 Lambda_q| / 2,
+        "prior" sum_q |m_q|^2 / (2 omega_q^2), "data_fit" sum_n |y_n - A_n mu_n - b_n|^2_Sigma / 2."""
+        constant, data_fit, prior, log_det_precision, log_prior_det = self._bound_parts()
+        return {"constant": float(constant), "complexity": 0.5 * float(np.sum(log_det_precision + log_prior_det)),
+                "prior": 0.5 * float(np.sum(prior)), "data_fit": float(data_fit)}
 
     def posterior_covariance(self, q=0):
         """C_q = Lambda_q^-1 (eq. 19) as a dense (D, D) array."""
@@ -369,24 +363,11 @@ class LinearizedKitchenSinks:
             if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
                 raise ValueError(f"n_samples must be an integer >= 2; got {n_samples!r}")
             rng = np.random.default_rng(self.seed if seed is None else seed)
-            n, Q = mean.shape
-            g_mean = np.empty((n, self.n_outputs))
-            g_var = np.empty_like(g_mean)
-            chunk = max(1, 2_000_000 // (n_samples * Q))
-            for start in range(0, n, chunk):
-                sl = slice(start, min(n, start + chunk))
-                draws = mean[sl] + np.sqrt(var[sl]) * rng.standard_normal((n_samples,) + mean[sl].shape)
-                g = self.forward.value(draws.reshape(-1, Q)).reshape(n_samples, -1, self.n_outputs)
-                g_mean[sl] = g.mean(axis=0)
-                g_var[sl] = g.var(axis=0, ddof=1)
+            g_mean, g_var = monte_carlo_moments(self.forward, mean, var, n_samples, rng, self.n_outputs)
             return g_mean, g_var + self.noise_variance
         raise ValueError(f"method must be 'unscented' or 'monte_carlo'; got {method!r}")
 
     # hyperparameter learning ------------------------------------------------------------
-    def tied(self, name) -> bool:
-        """Whether ``name`` was given as a scalar and is learnt as one shared value."""
-        return self._tied.get(name, False)
-
     def snapshot(self):
         """The hyperparameters and the fitted posterior (fitted first if needed), for :meth:`restore`."""
         self._ensure_posterior()
@@ -396,32 +377,37 @@ class LinearizedKitchenSinks:
     def restore(self, state):
         """Go back to a :meth:`snapshot` (hyperparameters and posterior, without refitting)."""
         params, M, precisions, lin, trace, stop = state
-        self.set_parameters(**params)
+        self.assign_parameters(params)
         self.posterior_mean, self._precisions, self.linearization = M, precisions, lin
         self.trace, self.stop_reason = trace, stop
         self._stale = False
 
-    def fit(self, max_evaluations=200, fixed=(), method="cobyqa", xtol=1e-2, warm_start=False, callback=None,
-            scan_lengthscale=True):
-        """Maximise eq. 20 over log noise variances, log weight variances and log lengthscales
-        (EKS section 4.4; :func:`gpexplorer.linearized.kitchen_sinks_learning.fit_hyperparameters`, whose
-        module doc has the measurements behind these defaults).
+    def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="cobyqa", xtol=1e-2,
+            warm_start=False, scan_lengthscale=True, max_evaluations=None, bounds=None):
+        """Maximise eq. 20 over the log noise variances, weight variances and lengthscales, each in
+        its box (``parameter_specs``, :meth:`set_bounds`): EKS section 4.4, the convention of
+        :mod:`gpexplorer.linearized.fitting`, the search of
+        :func:`gpexplorer.linearized.kitchen_sinks_learning.fit_hyperparameters` (whose module doc
+        has the measurements behind these defaults).
 
         Each evaluation re-runs the Newton loop from the prior, so eq. 20 is a function of the
         hyperparameters alone; ``warm_start=True`` starts it from the best posterior so far
-        (variational-EM style; pays off where the Newton loop is long, e.g. USPS). ``method``:
-        derivative-free scipy optimiser, "cobyqa" (default; the trust-region successor of the
-        BOBYQA the paper suggests), "cobyla", "powell" or "nelder-mead"; ``xtol`` its final step
-        on the log-parameters. ``scan_lengthscale`` (when the lengthscale is free): after the local
+        (pays off where the Newton loop is long, e.g. USPS). ``method``: scipy's "cobyqa"
+        (default; the successor of the paper's BOBYQA), "cobyla", "powell" or "nelder-mead";
+        ``xtol`` its final step on the log-parameters. ``scan_lengthscale``: after the local
         search, evaluate eq. 20 on a log grid of lengthscales around the best point and restart
-        the search from a better grid point. ``fixed``: names from :attr:`parameters` to hold.
-        Parameters given as scalars at construction (noise, weight variance) are learnt as one
-        shared value. At most ``max_evaluations`` evaluations in all; the model is left at the
-        best one; returns a :class:`HyperparameterFit`.
-        ``callback({"evaluation", "free_energy", "parameters"})`` is called after every
-        evaluation; returning True stops the search.
+        the search from a better grid point. ``fixed``: names to hold. Parameters given as
+        scalars at construction are learnt as one shared value. ``max_iter``: evaluations per
+        search after the start; ``restarts`` extra searches from log-parameters perturbed with
+        sd 0.5 (``seed``). The model is left at the best evaluation. Returns a FitResult: trace
+        (best search) = the start (iteration 0) and every evaluation (objective -eq. 20,
+        :meth:`free_energy_terms`, parameters), ``details["scan_restarts"]``. ``callback(entry)``
+        gets each evaluation's TraceEntry; True stops the fit. Deprecated: ``max_evaluations``,
+        ``bounds``.
         """
-        self.fit_result = fit_hyperparameters(self, max_evaluations=max_evaluations, fixed=fixed, method=method,
-                                              xtol=xtol, warm_start=warm_start, callback=callback,
-                                              scan_lengthscale=scan_lengthscale)
+        max_iter = evaluation_budget(max_iter, max_evaluations, "max_evaluations")
+        with bounds_for_fit(self, bounds):
+            self.fit_result = fit_hyperparameters(self, max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed,
+                                                  callback=callback, method=method, xtol=xtol, warm_start=warm_start,
+                                                  scan_lengthscale=scan_lengthscale)
         return self.fit_result

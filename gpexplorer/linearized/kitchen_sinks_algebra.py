@@ -8,7 +8,7 @@
 * :func:`coupled_latent_variances` -- latent marginal variances of the Gaussian posterior of the
   linearised model *without* the factorisation over tasks of eq. 9 (a diagnostic for how much
   the mean-field C_q of eq. 19 understate the spread when tasks trade off against each other).
-* :func:`blas_threads` -- one BLAS thread for small problems.
+* :func:`monte_carlo_moments` -- mean and variance of g(f*) by sampling (EKS eq. 37).
 """
 
 from __future__ import annotations
@@ -20,18 +20,12 @@ from scipy import linalg as sla
 from scipy.linalg.blas import dsyrk
 
 from gpexplorer.linalg import jittered_cholesky
-from gpexplorer import _threads
 
-__all__ = ["TaskPrecision", "newton_system", "preconditioned_cg", "coupled_latent_variances", "blas_threads",
+__all__ = ["TaskPrecision", "newton_system", "preconditioned_cg", "coupled_latent_variances", "monte_carlo_moments",
            "MAX_COUPLED_SIZE"]
 
 #: largest N P (observations) for which :func:`coupled_latent_variances` builds its dense system
 MAX_COUPLED_SIZE = 6000
-
-
-def blas_threads(work):
-    """Context limiting BLAS to one thread when ``work`` (N D^2, flops scale) is small."""
-    return _threads.threads_for(work)
 
 
 def _cholesky(G, what):
@@ -181,3 +175,19 @@ def coupled_latent_variances(Phi, A, noise_variance, weight_variance, Phi_new):
         V = sla.solve_triangular(L, C, lower=True, check_finite=False)
         out[:, q] = np.maximum(weight_variance[q] * prior - np.einsum("kn,kn->n", V, V), 0.0)
     return out
+
+
+def monte_carlo_moments(forward, mean, var, n_samples, rng, n_outputs):
+    """Mean and variance [n, P] of g(f*) with f* ~ N(mean, diag var) ([n, Q] each; EKS eq. 37) from
+    ``n_samples`` draws of ``rng``, in chunks of about 2e6 latent values."""
+    n, Q = mean.shape
+    g_mean = np.empty((n, n_outputs))
+    g_var = np.empty_like(g_mean)
+    chunk = max(1, 2_000_000 // (n_samples * Q))
+    for start in range(0, n, chunk):
+        sl = slice(start, min(n, start + chunk))
+        draws = mean[sl] + np.sqrt(var[sl]) * rng.standard_normal((n_samples,) + mean[sl].shape)
+        g = forward.value(draws.reshape(-1, Q)).reshape(n_samples, -1, n_outputs)
+        g_mean[sl] = g.mean(axis=0)
+        g_var[sl] = g.var(axis=0, ddof=1)
+    return g_mean, g_var

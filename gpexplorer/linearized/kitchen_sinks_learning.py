@@ -30,25 +30,23 @@ stopped at l = 0.56 with eq. 20 = -26.6, started at the true hyperparameters at 
 bound is evaluated on a log grid of lengthscales around the best point (the other
 hyperparameters held at their best values); if a grid point beats the best bound, the local
 search restarts from it, at most ``SCAN_ROUNDS`` times. All evaluations count against
-``max_evaluations``.
+``max_iter``. The search box of every parameter is the model's (``parameter_specs``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpexplorer.linalg import CholeskyError
+from gpexplorer.linearized.fitting import best_of_starts, check_count
+from gpexplorer.optimize import FAILED_OBJECTIVE, FitResult, TraceEntry
 
-__all__ = ["HyperparameterFit", "fit_hyperparameters", "OPTIMISERS", "SEARCH_BOUNDS", "SCAN_FACTORS",
-           "SCAN_ROUNDS"]
+__all__ = ["fit_hyperparameters", "OPTIMISERS", "SCAN_FACTORS", "SCAN_ROUNDS"]
 
 OPTIMISERS = ("powell", "nelder-mead", "cobyla", "cobyqa")
-#: bounds of the hyperparameter search (natural scale; the optimiser works on logs)
-SEARCH_BOUNDS = (1e-6, 1e6)
 #: lengthscale multipliers of the scan: 1/10 .. 10 around the best lengthscale, neighbours 1.21 apart
 #: (coarse against the ripples: the scan picks a basin, the restarted local search refines it)
 SCAN_FACTORS = np.exp(np.linspace(math.log(0.1), math.log(10.0), 25))
@@ -61,22 +59,7 @@ class _StopSearch(Exception):
 
 
 class _BudgetSpent(Exception):
-    """Raised when max_evaluations bound evaluations have been made."""
-
-
-@dataclass
-class HyperparameterFit:
-    """Outcome of :meth:`LinearizedKitchenSinks.fit`."""
-
-    success: bool
-    message: str
-    free_energy_initial: float
-    free_energy: float
-    n_evaluations: int
-    parameters: dict
-    history: list = field(default_factory=list)  # free energy of every evaluation
-    elapsed: float = 0.0
-    scan_restarts: int = 0  # local searches restarted from a better lengthscale of the scan
+    """Raised when max_iter bound evaluations have been made."""
 
 
 def _free_names(model, fixed):
@@ -109,6 +92,13 @@ def _unpack(model, names, x):
     return values
 
 
+def _log_box(model, names):
+    """(lo, hi) per entry of the packed vector: the logs of each parameter's bounds."""
+    specs = model.parameter_specs
+    boxes = [specs[name].free_bounds() for name in names for _ in range(_size(model, name))]
+    return np.array([b[0] for b in boxes]), np.array([b[1] for b in boxes])
+
+
 def _lengthscale_slice(model, names):
     """Positions of the log lengthscale(s) in the packed vector."""
     start = 0
@@ -119,12 +109,9 @@ def _lengthscale_slice(model, names):
     raise ValueError("the lengthscale is not a free parameter")
 
 
-def _check(method, max_evaluations, callback):
+def _check(method, callback):
     if method not in OPTIMISERS:
         raise ValueError(f"method must be one of {OPTIMISERS}; got {method!r}")
-    if isinstance(max_evaluations, bool) or not isinstance(max_evaluations, (int, np.integer)) \
-            or max_evaluations < 1:
-        raise ValueError(f"max_evaluations must be a positive integer; got {max_evaluations!r}")
     if callback is not None and not callable(callback):
         raise ValueError("callback must be callable")
 
@@ -143,81 +130,121 @@ def _local_search(objective, x0, lo, hi, method, budget, xtol):
         options.update(rhobeg=0.5, tol=xtol)
     else:
         options.update(initial_tr_radius=0.5, final_tr_radius=xtol)
-    res = minimize(objective, x0, bounds=[(lo, hi)] * x0.size, options=options,
+    res = minimize(objective, x0, bounds=list(zip(lo, hi)), options=options,
                    method=method.upper() if method != "nelder-mead" else "Nelder-Mead")
     return bool(res.success), str(res.message)
 
 
-def fit_hyperparameters(model, max_evaluations=200, fixed=(), method="cobyqa", xtol=1e-2, warm_start=False,
-                        callback=None, scan_lengthscale=True):
-    """Maximise eq. 20 of ``model`` (a LinearizedKitchenSinks); see
-    :meth:`gpexplorer.linearized.kitchen_sinks.LinearizedKitchenSinks.fit` for the arguments."""
-    _check(method, max_evaluations, callback)
-    t0 = time.perf_counter()
-    names = _free_names(model, fixed)
-    x0 = _pack(model, names)
-    lo, hi = np.log(SEARCH_BOUNDS)
-    if np.any((x0 < lo) | (x0 > hi)):
-        x0 = np.clip(x0, lo, hi)
-        model.set_parameters(**_unpack(model, names, x0))
-    initial = model.free_energy()
-    best = {"F": initial, "x": x0.copy(), "snap": model.snapshot()}
-    history, scale = [initial], float(model.Y.size)
+class _BoundSearch:
+    """One search of eq. 20 from one start: its evaluations (``trace``), its best point and budget."""
 
-    def bound(x):
+    def __init__(self, model, names, lo, hi, budget, warm_start, callback, best, trace):
+        self.model, self.names, self.lo, self.hi = model, names, lo, hi
+        self.budget, self.warm_start, self.callback = budget, warm_start, callback
+        self.best, self.trace, self.n_eval = best, trace, 0
+        self.base = model.parameters  # the fixed parameters' values
+        self.scale = float(model.Y.size)
+
+    def bound(self, x):
         """eq. 20 at log-parameters x (-inf where the Newton loop or the algebra fails)."""
-        if len(history) > max_evaluations:
+        if self.n_eval >= self.budget:
             raise _BudgetSpent
-        values = _unpack(model, names, np.clip(x, lo, hi))
+        model, x = self.model, np.clip(x, self.lo, self.hi)
+        values = _unpack(model, self.names, x)
         try:
-            if warm_start:
-                model.restore(best["snap"])  # warm start from the best posterior found so far
-            model.set_parameters(**values)
-            model.fit_posterior(warm_start=warm_start)
-            F = model.free_energy()
+            if self.warm_start:
+                model.restore(self.best["snap"])  # warm start from the best posterior found so far
+            model.assign_parameters(values)
+            model.fit_posterior(warm_start=self.warm_start)
+            F, terms = model.free_energy(), model.free_energy_terms()
         except (CholeskyError, np.linalg.LinAlgError, FloatingPointError, ValueError):
-            F = -math.inf
-        history.append(F)
-        if F > best["F"]:
-            best.update(F=F, x=np.clip(x, lo, hi).copy(), snap=model.snapshot())
-        if callback is not None and callback({"evaluation": len(history) - 1, "free_energy": F,
-                                              "parameters": values}):
+            F, terms = -math.inf, {}
+        self.n_eval += 1
+        entry = TraceEntry(len(self.trace), -F if math.isfinite(F) else FAILED_OBJECTIVE, terms,
+                           {**self.base, **values})
+        self.trace.append(entry)
+        if F > self.best["F"]:
+            self.best.update(F=F, x=x.copy(), snap=model.snapshot())
+        if self.callback is not None and self.callback(entry):
             raise _StopSearch
         return F
 
-    def negative_bound(x):
+    def negative_bound(self, x):
         try:
-            F = bound(x)
+            F = self.bound(x)
         except _BudgetSpent:
-            return -best["F"] / scale
-        return -F / scale if math.isfinite(F) else 1e10
+            return -self.best["F"] / self.scale
+        return -F / self.scale if math.isfinite(F) else 1e10
 
-    success, message, restarts = True, "nothing to optimise", 0
-    try:
-        if x0.size:
-            success, message = _local_search(negative_bound, x0, lo, hi, method, max_evaluations, xtol)
-            if scan_lengthscale and "lengthscale" in names:
-                log_l = _lengthscale_slice(model, names)
-                for _ in range(SCAN_ROUNDS):
-                    before = best["F"]
-                    _scan(bound, best["x"], log_l, lo, hi)
-                    if best["F"] <= before or len(history) > max_evaluations:
-                        break
-                    restarts += 1
-                    success, message = _local_search(negative_bound, best["x"], lo, hi, method,
-                                                      max_evaluations + 1 - len(history), xtol)
-    except _StopSearch:
-        success, message = False, "stopped by the callback"
-    except _BudgetSpent:
-        pass
-    model.restore(best["snap"])
-    return HyperparameterFit(success, message, initial, best["F"], len(history) - 1, model.parameters, history,
-                             time.perf_counter() - t0, restarts)
+    def run(self, x0, method, xtol, scan_lengthscale):
+        """Local search from x0, then (``scan_lengthscale``) the lengthscale scan and restarts;
+        returns (success, message, scan restarts, stopped by the callback)."""
+        success, message, restarts = True, "nothing to optimise", 0
+        try:
+            if x0.size:
+                success, message = _local_search(self.negative_bound, x0, self.lo, self.hi, method, self.budget, xtol)
+                if scan_lengthscale and "lengthscale" in self.names:
+                    log_l = _lengthscale_slice(self.model, self.names)
+                    for _ in range(SCAN_ROUNDS):
+                        before = self.best["F"]
+                        _scan(self.bound, self.best["x"], log_l, self.lo[log_l], self.hi[log_l])
+                        if self.best["F"] <= before or self.n_eval >= self.budget:
+                            break
+                        restarts += 1
+                        success, message = _local_search(self.negative_bound, self.best["x"], self.lo, self.hi,
+                                                          method, self.budget - self.n_eval, xtol)
+        except _StopSearch:
+            return False, "stopped by the callback", restarts, True
+        except _BudgetSpent:
+            pass
+        return success, message, restarts, False
+
+
+def fit_hyperparameters(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, method="cobyqa",
+                        xtol=1e-2, warm_start=False, scan_lengthscale=True):
+    """Maximise eq. 20 of ``model`` (a LinearizedKitchenSinks); see
+    :meth:`gpexplorer.linearized.kitchen_sinks.LinearizedKitchenSinks.fit` for the arguments.
+    Returns a :class:`gpexplorer.optimize.FitResult`."""
+    _check(method, callback)
+    max_iter = check_count("max_iter", max_iter, 1)
+    t0 = time.perf_counter()
+    names = _free_names(model, fixed)
+    x0 = _pack(model, names)
+    lo, hi = _log_box(model, names)
+    if np.any((x0 < lo) | (x0 > hi)):
+        x0 = np.clip(x0, lo, hi)
+        model.set_parameters(_unpack(model, names, x0))
+    initial = model.free_energy()
+    start = {"F": initial, "x": x0.copy(), "snap": model.snapshot()}
+    first = [TraceEntry(0, -initial, model.free_energy_terms(), model.parameters)]
+    searches = []
+
+    def search(x_start):
+        first_search = not searches  # the first starts at x0, whose bound is already known
+        best = dict(start) if first_search else {"F": -math.inf, "x": x_start.copy(), "snap": start["snap"]}
+        searches.append(_BoundSearch(model, names, lo, hi, max_iter, warm_start, callback, best,
+                                     first if first_search else []))
+        try:
+            success, message, scans, stopped = searches[-1].run(x_start, method, xtol, scan_lengthscale)
+        except BaseException:  # e.g. a callback cancelling the fit: leave the model at the best point
+            model.restore(max((s.best for s in searches), key=lambda b: b["F"])["snap"])
+            raise
+        s = searches[-1]
+        return {"search": s, "objective": -s.best["F"], "success": success, "message": message,
+                "n_iter": s.n_eval, "stopped": stopped, "scan_restarts": scans}
+
+    run, summaries = best_of_starts(search, x0, lo, hi, restarts, seed)
+    best = run["search"]
+    model.restore(best.best["snap"])
+    return FitResult(success=run["success"], message=run["message"], objective=-best.best["F"],
+                     n_iter=best.n_eval, n_eval=best.n_eval, trace=best.trace, restarts=summaries,
+                     elapsed=time.perf_counter() - t0, details={"scan_restarts": run["scan_restarts"]})
 
 
 def _scan(bound, x_best, log_l, lo, hi):
-    """eq. 20 at the lengthscale factors SCAN_FACTORS around x_best, the other entries held;
-    ``bound`` records every evaluation and the best point."""
+    """eq. 20 at the lengthscale factors SCAN_FACTORS around x_best, the other entries held
+    (``lo``, ``hi``: the box of the log lengthscale(s)); ``bound`` records every evaluation and
+    the best point."""
     for factor in SCAN_FACTORS:
         if abs(math.log(factor)) < 1e-12:
             continue  # x_best itself

@@ -53,12 +53,12 @@ from scipy.linalg import lapack
 
 from gpexplorer.linearized.gauss_newton import NumericalFailure
 from gpexplorer.linalg import CholeskyError
-from gpexplorer.optimize import TraceEntry
+from gpexplorer.optimize import FAILED_OBJECTIVE, TraceEntry
 
 __all__ = ["FreeEnergyObjective", "StopSearch", "FisherScore", "linearised_evidence_gradient", "fisher_scoring",
-           "scipy_search", "log_bounds", "variance_like", "FAILED"]
+           "scipy_search", "variance_like", "FAILED"]
 
-FAILED = 1e25  # negative free energy reported for a point the inner loop cannot handle
+FAILED = FAILED_OBJECTIVE  # negative free energy reported for a point the inner loop cannot handle
 #: largest trust region of :func:`fisher_scoring` (log units: a factor e^10 in one step)
 _MAX_RADIUS = 10.0
 #: central-difference step (log units) for dK/dx of hyperparameters without an exact form:
@@ -95,51 +95,21 @@ class FreeEnergyObjective:
         values = self.packer.unpack(x)
         values.update(self.fixed_values)
         model.assign_parameters(values)
-        source = self.best["post"]
         try:
-            if source is None:
-                post = model._inner()
-            else:
-                post = model._inner(restart_from=(source.mean, source.var if source.var is not None
-                                                  else source.spread))
-            model._post = post
+            post, K = model.search_step(restart_from=self.best["post"])
             terms = model.free_energy_terms()
             value = math.fsum(terms.values())
             if not math.isfinite(value):
                 raise NumericalFailure("the free energy is not finite")
         except (NumericalFailure, CholeskyError, np.linalg.LinAlgError):
-            post, value, terms = None, FAILED, {}
+            post, K, value, terms = None, None, FAILED, {}
         entry = TraceEntry(len(self.trace), value, terms, dict(values))
         self.trace.append(entry)
         if value < self.best["objective"]:
-            self.best.update(objective=value, params=dict(values), post=post, K=model._K, x=x.copy())
+            self.best.update(objective=value, params=dict(values), post=post, K=K, x=x.copy())
         if self.callback is not None and self.callback(entry):
             raise StopSearch
         return value
-
-
-def log_bounds(parameters, packer, bounds, default):
-    """(lo, hi) arrays of log-bounds for the packer's free parameters; ``bounds`` maps names to
-    (low, high) on the natural scale, ``default`` applies to the others."""
-    if bounds is None:
-        bounds = {}
-    if not isinstance(bounds, dict):
-        raise ValueError("bounds must be a dict mapping parameter names to (low, high)")
-    unknown = set(bounds) - set(parameters)
-    if unknown:
-        raise ValueError(f"bounds given for unknown parameter(s) {sorted(unknown)}; "
-                         f"the parameters are {sorted(parameters)}")
-    lo, hi = [], []
-    for name in packer.names:
-        try:
-            low, high = (float(v) for v in bounds.get(name, default))
-        except (TypeError, ValueError):
-            raise ValueError(f"bounds for {name} must be a pair (low, high); got {bounds[name]!r}") from None
-        if not (0.0 < low < high < math.inf):
-            raise ValueError(f"bounds for {name} must satisfy 0 < low < high < inf; got {(low, high)}")
-        lo += [math.log(low)] * packer.sizes[name]
-        hi += [math.log(high)] * packer.sizes[name]
-    return np.array(lo), np.array(hi)
 
 
 # ------------------------------------------------------------------------------------------
@@ -351,7 +321,7 @@ def fisher_scoring(objective, score, x0, lo, hi, variance_like, *, max_evals=200
             radius = 0.25 * float(np.linalg.norm(step))
             if radius < min_radius:
                 return True, "converged: no step in the trust region improves the free energy", iterations
-    return False, f"stopped after max_evals = {max_evals} evaluations of the free energy", iterations
+    return False, f"stopped: the budget of {max_evals} evaluations of the free energy is spent", iterations
 
 
 def _newton_gain(gradient, fisher, free):

@@ -40,7 +40,14 @@ import numpy as np
 
 from gpexplorer.likelihoods.forward_models import ForwardModel, get_forward_model, not_differentiable_message
 
-__all__ = ["Linearization", "taylor", "unscented", "sigma_point_weights", "linearize", "MIN_RELATIVE_STD"]
+__all__ = ["Linearization", "taylor", "unscented", "sigma_point_weights", "linearize", "MIN_RELATIVE_STD",
+           "LINEARIZATION_ALIASES"]
+
+#: every accepted name of a linearisation -> its canonical name: "taylor" (EGP / EKS, the
+#: extended filter's) or "unscented" (UGP / UKS, statistical linearisation)
+LINEARIZATION_ALIASES = {"taylor": "taylor", "egp": "taylor", "eks": "taylor", "extended": "taylor",
+                         "unscented": "unscented", "ugp": "unscented", "uks": "unscented",
+                         "statistical": "unscented"}
 
 #: spread below which a sigma direction counts as degenerate, relative to max(1, |mu|); at this
 #: step a secant still has ~eps / 1e-7 ~ 1e-9 relative rounding error
@@ -267,10 +274,10 @@ def _axis_slopes(model, mu, spread, lengths, s, directions):
 
 def linearize(forward, mean, cov=None, method="taylor", kappa=0.5):
     """Dispatch to :func:`taylor` or :func:`unscented` ('egp'/'eks' and 'ugp'/'uks' accepted)."""
-    key = str(method).lower()
-    if key in ("taylor", "egp", "eks", "extended"):
+    key = LINEARIZATION_ALIASES.get(str(method).lower())
+    if key == "taylor":
         return taylor(forward, mean)
-    if key in ("unscented", "ugp", "uks", "statistical"):
+    if key == "unscented":
         if cov is None:
             raise ValueError("the unscented linearisation needs the latent covariance (cov)")
         return unscented(forward, mean, cov, kappa=kappa)

@@ -11,7 +11,7 @@ import threading
 import time
 import traceback
 
-from gpexplorer.ui.readouts import status_html
+from gpexplorer.ui.markup import status_html
 
 
 class Cancelled(Exception):
@@ -133,9 +133,11 @@ class JobPoller:
 class JobControls:
     """A lab's background job as the user sees it: progress bar, status line, locked buttons.
 
-    Mixed into a lab that has ``jobs`` (a :class:`JobPoller`), ``progress``, ``status`` (a
-    TextBlock), ``cancel_button``, and defines ``_job_buttons()`` (locked while a job runs) and
-    ``_job_finished(state, job)`` (applies the result and reports it in ``status``)."""
+    Mixed into every lab through :class:`gpexplorer.ui.lab_base.LabBase`, which provides ``jobs``
+    (a :class:`JobPoller`), ``progress``, ``status`` (a TextBlock) and ``cancel_button``; the lab
+    defines ``_job_buttons()`` (locked while a job runs) and ``_job_finished(state, job)``
+    (applies the result and reports it in ``status``). A job's function passes ``job.report``
+    and ``lambda: job.cancelled`` to the computation as its plain progress and cancel callables."""
 
     @property
     def job(self):

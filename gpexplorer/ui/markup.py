@@ -1,4 +1,5 @@
-"""Page text rendered by Bokeh ``Div`` models instead of Panel's HTML/Markdown panes.
+"""Page text rendered by Bokeh ``Div`` models instead of Panel's HTML/Markdown panes, and the
+HTML snippets every lab shows (job status, upload verdict, the tables' style).
 
 Any Panel HTML model in a page makes Panel ship bokeh-mathjax (1.7 MB) in case it holds TeX
 (``panel.io.resources._panel_use_mathjax``); a Bokeh ``Div`` does not, and parsing that bundle
@@ -7,8 +8,29 @@ was a large part of the lab's cold start. The texts here are plain HTML without 
 
 from __future__ import annotations
 
+import html
+
 import panel as pn
 from bokeh.models import Div
+
+#: styles of the readout tables, badges and error boxes (``gpx-table``, ``gpx-badge``, ``gpx-error``)
+STYLE = ("<style>.gpx-table td,.gpx-table th{padding:1px 8px;text-align:right}"
+         ".gpx-badge{border-radius:6px;padding:4px 8px;margin:3px 0;background:#fff3cd;"
+         "border:1px solid #e0b000}.gpx-badge.failure,.gpx-error{background:#f8d7da;"
+         "border:1px solid #d9534f;border-radius:6px;padding:4px 8px}</style>")
+
+
+def status_html(state, message):
+    """The background job's status line: ``#job-status`` with ``data-state``."""
+    return f'<div id="job-status" data-state="{state}">{html.escape(message)}</div>'
+
+
+def upload_html(error=None, dataset=None):
+    """The CSV upload's verdict: ``#upload-error`` with the reason, or ``#upload-ok``."""
+    if error is not None:
+        return f'{STYLE}<div id="upload-error" class="gpx-error">Upload rejected: {html.escape(str(error))}</div>'
+    return (f'<div id="upload-ok">Loaded {dataset.n} rows, {dataset.input_dim} input column(s) '
+            f"from {html.escape(dataset.name)}.</div>")
 
 
 class TextBlock(pn.widgets.StaticText):

@@ -82,7 +82,7 @@ def ours_at(ds, method, log_amplitude, log_lengthscale, noise_std):
     model = lx.make_model(method, ds.X, ds.y, "logistic", kernel="se", variance=math.exp(2.0 * log_amplitude),
                           lengthscale=math.exp(log_lengthscale), noise_variance=noise_std ** 2)
     model.fit_posterior()
-    _, _, prob = lx._predict(model, method, ds.X_test)
+    _, _, prob = lx.predict_moments(model, method, ds.X_test)
     prob = np.clip(prob, 0.0, 1.0)
     return model.free_energy(), metrics.error_rate(ds.y_test, prob), metrics.nlp(ds.y_test, prob)
 

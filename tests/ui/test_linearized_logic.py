@@ -16,12 +16,12 @@ from bokeh.models import ColumnDataSource
 from panel.io.location import Location
 
 from gpexplorer import kernels
-from gpexplorer.linearized.gp import LinearizedGP
+from gpexplorer.linearized import comparison
 from gpexplorer.ui.linearized import settings as cfg
 from gpexplorer.ui.linearized.figures import PLOT_POINTS, thinned
 from gpexplorer.ui.linearized.lab import LinearizedLab
 
-ALL = list(cfg.METHODS)
+ALL = list(comparison.METHODS)
 
 
 @pytest.fixture
@@ -220,28 +220,18 @@ def test_moving_x0_or_tapping_moves_only_the_closeup(lab):
 
 # --- predictions ----------------------------------------------------------------------------------
 
-def test_predicted_y_matches_closed_form_moments_and_the_models(lab):
-    rng = np.random.default_rng(3)
-    m, v = rng.normal(size=50), rng.uniform(0.01, 2.0, size=50)
-    g = lab.forward  # sin: E[sin f] = sin(m) e^{-v/2}, E[sin^2 f] = (1 - cos(2m) e^{-2v}) / 2
-    mean, var = cfg.observation_moments(g, m, v, "quadrature", noise_variance=0.04)
-    exact_mean = np.sin(m) * np.exp(-v / 2)
-    np.testing.assert_allclose(mean, exact_mean, atol=1e-10)
-    np.testing.assert_allclose(var, (1 - np.cos(2 * m) * np.exp(-2 * v)) / 2 - exact_mean ** 2 + 0.04, atol=1e-10)
-    data, Xs = lab.data, lab.data.grid[::50, None]
-    model = LinearizedGP(data.X, data.y, forward="sin", linearization="unscented",
-                         kernel=kernels.Matern52(variance=0.64, lengthscale=0.6), noise_variance=0.04, kappa=1.3)
-    mf, vf = model.predict_f(Xs)
-    for how in ("quadrature", "unscented"):
-        ours = cfg.observation_moments(g, mf, vf, how, kappa=1.3, noise_variance=0.04)
-        np.testing.assert_allclose(ours, model.predict_y(Xs, method=how), rtol=1e-10, atol=1e-12)
-    ks = lab.results["uks"].model
-    mf, vf = ks.predict_f(Xs)
-    ours = cfg.observation_moments(g, mf[:, 0], vf[:, 0], "unscented", kappa=ks.kappa, noise_variance=0.04)
-    np.testing.assert_allclose(ours, [a[:, 0] for a in ks.predict_y(Xs, method="unscented")], rtol=1e-10)
+def test_y_prediction_setting_switches_how_every_method_predicts_y(lab):
+    """The moments themselves are checked in tests/test_linearized_comparison.py; here the page
+    passes its setting, kappa and noise through and redraws the observation band."""
+    g, upper = lab.forward, np.array(lab.observation.sources["egp"].data["upper"])
     lab.settings.y_prediction = "unscented"
-    assert lab.results["egp"].mean_y == pytest.approx(
-        cfg.observation_moments(g, lab.results["egp"].mean_f, lab.results["egp"].var_f, "unscented")[0])
+    for m in ALL:
+        r = lab.results[m]
+        mean, var = comparison.observation_moments(g, r.mean_f, r.var_f, "unscented", kappa=lab.settings.kappa,
+                                                   noise_variance=lab.settings.noise_variance)
+        np.testing.assert_allclose(r.mean_y, mean, rtol=1e-12)
+        np.testing.assert_allclose(r.var_y, var, rtol=1e-12)
+    assert not np.allclose(lab.observation.sources["egp"].data["upper"], upper)
 
 
 # --- learning hyperparameters -----------------------------------------------------------------------
@@ -257,7 +247,7 @@ def test_learning_runs_in_the_background_and_updates_the_tables(lab):
     assert 'data-mode="fitted"' in lab.hyper_readout.object and "learnt by Fisher scoring (" in lab.hyper_readout.object
     assert "learnt by COBYQA (" in lab.hyper_readout.object  # the kitchen sinks' own search
     for m, learnt in lab.fitted.items():
-        assert lab.results[m].params == {k: learnt[k] for k in cfg.HYPERPARAMETERS}
+        assert lab.results[m].params == {k: learnt[k] for k in comparison.HYPERPARAMETERS}
         assert 1 <= learnt["evaluations"] <= 12 + 2
         assert learnt["free_energy"] >= start_F[m] - 1e-6 * abs(start_F[m])  # the start was evaluated too
         assert lab.results[m].model is learnt["model"]  # shown as learning left it
@@ -285,7 +275,7 @@ def test_gp_search_choice_is_what_learning_uses(lab):
         assert _finish(lab) == "done"
         model = lab.fitted["egp"]["model"]
         runs[search] = (model.fit_result.n_eval, model.fit_result.message, lab.fitted["egp"]["free_energy"])
-        assert f"learnt by {cfg.search_label('egp', search)} (" in lab.hyper_readout.object
+        assert f"learnt by {comparison.search_label('egp', search)} (" in lab.hyper_readout.object
     # Fisher scoring reports its iterations and needs fewer evaluations than COBYLA on this problem;
     # each search's message is its own
     assert runs["fisher"][0] < runs["cobyla"][0]

@@ -215,6 +215,7 @@ def test_profile_button_draws_the_free_energy_profile(open_lab):
     status = page.locator("#job-status")
     expect(status).to_have_attribute("data-state", "done", timeout=LEARN_MS)
     expect(status).to_contain_text("profiled 84 points")
+    wait_until_quiet(page)  # the status line can arrive in an earlier websocket message than the sources
     for m in METHODS:
         values = cds_data(page, f"profile-{m}")["value"]
         assert len(values) == 21 and abs(values[10] - 0.6) < 1e-12  # around the lengthscale slider's 0.6

@@ -4,7 +4,7 @@ One ``panel serve`` process for the module; every test opens a fresh page, i.e. 
 session with its own ``SparseRegressionLab``. Widgets are operated like a user would (keyboard on
 slider handles, clicks on buttons, a real mouse drag, a file chosen in the file input); the page is
 read through the named Bokeh data sources and the readouts' element ids (see
-gpexplorer/ui/readouts.py and figures.py).
+gpexplorer/ui/sparse/readouts.py, gpexplorer/ui/markup.py and gpexplorer/ui/sparse/figures.py).
 
 A strict xfail documents an app bug (duplicate Bokeh model names); once the app is fixed it
 XPASSes and fails: then delete its marker.

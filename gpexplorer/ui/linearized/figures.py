@@ -1,5 +1,5 @@
-"""Bokeh figures of the linearised-inference lab (latent posterior, observation space, the MAP
-objective over Gauss-Newton iterations, the close-up of one linearisation) and the page layout.
+"""Bokeh figures of the linearised-inference lab: latent posterior, observation space, the MAP
+objective over Gauss-Newton iterations, the close-up of one linearisation.
 
 Like :mod:`gpexplorer.ui.sparse.figures`, each figure owns named ColumnDataSources (one per method,
 ``latent-egp``, ``obs-ugp``, ``objective-eks``, ``closeup-line-uks``, ...) and an ``update`` that
@@ -9,15 +9,10 @@ rewrites their data in place; the names are the handles the browser tests read.
 from __future__ import annotations
 
 import numpy as np
-import panel as pn
-from bokeh.models import ColumnDataSource, CustomJS, HoverTool, LinearAxis, Range1d, Span, TapTool
+from bokeh.models import ColumnDataSource, CustomJS, HoverTool, LinearAxis, Range1d, TapTool
 
-from gpexplorer.ui.linearized import settings as cfg
-from gpexplorer.ui.linearized import texts
-from gpexplorer.ui.sparse.figures import _figure, _item, _outside_legend, assign
-from gpexplorer.ui.layout import PromptFloatSlider
-from gpexplorer.ui.linearized.settings import FAMILY, LABELS, METHODS
-from gpexplorer.ui.markup import TextBlock, card_header
+from gpexplorer.linearized.comparison import METHODS
+from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, vertical_marker
 
 COLORS = {"egp": "#d62728", "ugp": "#1f77b4", "eks": "#ff7f0e", "uks": "#2ca02c"}
 DASH = {"gp": "solid", "ks": "dashed"}
@@ -28,33 +23,27 @@ PLOT_POINTS = 500
 _EMPTY_BAND = {"x": [], "mean": [], "lower": [], "upper": []}
 
 
-def _marker(fig, color="#555555"):
-    span = Span(location=0.0, dimension="height", line_color=color, line_dash="dotted", line_width=2)
-    fig.add_layout(span)
-    return span
-
-
 class _BandFigure:
     """Mean and +- 2 sd band per method over a black reference curve (truth) and the data."""
 
     def __init__(self, name, title, y_label, source_prefix, truth_label):
-        fig = _figure(name, title, 330)
+        fig = lab_figure(name, title, 330)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "x", y_label
-        legend = _outside_legend(fig)
+        legend = outside_legend(fig)
         self.truth = _source(f"{source_prefix}-truth", {"x": [], "y": []})
         r_truth = fig.line("x", "y", source=self.truth, color="black", line_width=2, line_dash="dashed")
-        self.truth_item = _item(truth_label, [r_truth])
+        self.truth_item = legend_item(truth_label, [r_truth])
         legend.items.append(self.truth_item)
         self.sources, self.items = {}, {}
         for m in METHODS:
             src = _source(f"{source_prefix}-{m}", dict(_EMPTY_BAND))
             r_band = fig.varea("x", "lower", "upper", source=src, fill_color=COLORS[m], fill_alpha=BAND_ALPHA)
             r_mean = fig.line("x", "mean", source=src, color=COLORS[m], line_width=2,
-                              line_dash=DASH[FAMILY[m][0]])
-            self.items[m] = _item(LABELS[m], [r_band, r_mean])
+                              line_dash=DASH[METHODS[m].family])
+            self.items[m] = legend_item(METHODS[m].label, [r_band, r_mean])
             legend.items.append(self.items[m])
             self.sources[m] = src
-        self.x0 = _marker(fig)
+        self.x0 = vertical_marker(fig)
         self.figure, self.legend = fig, legend
 
     def _update_bands(self, grid, results, moments):
@@ -93,7 +82,7 @@ class LatentFigure(_BandFigure):
         self.rug = _source("latent-rug", {"x": [], "y": []})
         r_rug = fig.scatter("x", "y", source=self.rug, marker="dash", angle=np.pi / 2, size=9,
                             color="#444444", alpha=0.6)
-        self.legend.items.append(_item("training inputs", [r_rug]))
+        self.legend.items.append(legend_item("training inputs", [r_rug]))
         self.tap = _source("latent-tap", {"x": []})
         fig.add_tools(TapTool(behavior="inspect"))
         fig.js_on_event("tap", CustomJS(args={"source": self.tap}, code="source.data = {x: [cb_obj.x]};"))
@@ -119,7 +108,7 @@ class ObservationFigure(_BandFigure):
         super().__init__("observation", "Observation space: predicted y and 2 sd", "y", "obs", "true g(f)")
         self.data = _source("obs-data", {"x": [], "y": []})
         r_data = self.figure.scatter("x", "y", source=self.data, size=4, color="black", alpha=0.5)
-        self.legend.items.append(_item("training data", [r_data]))
+        self.legend.items.append(legend_item("training data", [r_data]))
 
     def update(self, data, results, forward):
         assign(self.data, {"x": data.X[:, 0], "y": data.y}, unless_equal=True)
@@ -141,19 +130,19 @@ class ObjectiveFigure:
     such iterations are labelled; a red x marks the iteration that ended in 'diverge'."""
 
     def __init__(self):
-        fig = _figure("objective", "MAP objective (eq. 31) against Gauss-Newton iteration", 330)
+        fig = lab_figure("objective", "MAP objective (eq. 31) against Gauss-Newton iteration", 330)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "Gauss-Newton iteration", "MAP objective"
-        legend = _outside_legend(fig)
+        legend = outside_legend(fig)
         self.sources, self.items, renderers = {}, {}, []
         for m in METHODS:
             src = _source(f"objective-{m}", {"iteration": [], "value": [], "alpha": [], "cuts": [],
                                               "status": [], "size": [], "label": [], "method": []})
             r_line = fig.line("iteration", "value", source=src, color=COLORS[m], line_width=2,
-                              line_dash=DASH[FAMILY[m][0]])
+                              line_dash=DASH[METHODS[m].family])
             r_dots = fig.scatter("iteration", "value", source=src, size="size", color=COLORS[m], alpha=0.7)
             fig.text("iteration", "value", text="label", source=src, x_offset=6, y_offset=-4,
                      text_font_size="8pt", text_color=COLORS[m])
-            self.items[m] = _item(LABELS[m], [r_line, r_dots])
+            self.items[m] = legend_item(METHODS[m].label, [r_line, r_dots])
             legend.items.append(self.items[m])
             self.sources[m] = src
             renderers.append(r_dots)
@@ -164,7 +153,7 @@ class ObjectiveFigure:
         self.diverged = _source("objective-diverged", {"iteration": [], "value": [], "method": []})
         r_div = fig.scatter("iteration", "value", source=self.diverged, marker="x", size=16, line_width=3,
                             color="red")
-        self.diverged_item = _item("diverged", [r_div])
+        self.diverged_item = legend_item("diverged", [r_div])
         legend.items.append(self.diverged_item)
         fig.add_tools(HoverTool(renderers=renderers, tooltips=[
             ("method", "@method"), ("iteration", "@iteration"), ("objective", "@value{0.000}"),
@@ -186,7 +175,7 @@ class ObjectiveFigure:
             assign(self.sources[m], {
                 "iteration": [t.iteration for t in trace], "value": [t.map_objective for t in trace],
                 "alpha": [t.alpha for t in trace], "cuts": cuts, "status": [t.status for t in trace],
-                "size": [6 + 3 * min(c, 8) for c in cuts], "method": [LABELS[m]] * len(trace),
+                "size": [6 + 3 * min(c, 8) for c in cuts], "method": [METHODS[m].label] * len(trace),
                 "label": [f"alpha={t.alpha:.3g}" if t.step_cuts and t.status == "accepted" else "" for t in trace]})
             shown = trace[1:] if len(trace) > 1 else trace
             tail["iteration"] += [t.iteration for t in shown]
@@ -194,7 +183,7 @@ class ObjectiveFigure:
             for t in trace:
                 if t.status == "diverged":
                     div["iteration"].append(t.iteration), div["value"].append(t.map_objective)
-                    div["method"].append(LABELS[m])
+                    div["method"].append(METHODS[m].label)
         assign(self.diverged, div)
         assign(self.tail, tail)
         self.diverged_item.visible = bool(div["iteration"])
@@ -207,38 +196,38 @@ class CloseupFigure:
     densities N(f | m0, v0) shaded (right axis)."""
 
     def __init__(self):
-        fig = _figure("closeup", "Linearisation at x0", 330)
+        fig = lab_figure("closeup", "Linearisation at x0", 330)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "f", "g(f)"
-        legend = _outside_legend(fig)
+        legend = outside_legend(fig)
         self.density_range = Range1d(0.0, 1.0)
         fig.extra_y_ranges = {"density": self.density_range}
         fig.add_layout(LinearAxis(y_range_name="density", axis_label="density of f(x0)"), "right")
         self.g = _source("closeup-g", {"f": [], "g": []})
         main = [fig.line("f", "g", source=self.g, color="black", line_width=2)]
-        legend.items.append(_item("g(f)", main[:1]))
+        legend.items.append(legend_item("g(f)", main[:1]))
         self.lines, self.points, self.densities, self.items = {}, {}, {}, {}
         for m in METHODS:
-            taylor = FAMILY[m][1] == "taylor"
+            taylor = METHODS[m].linearization == "taylor"
             self.densities[m] = _source(f"closeup-density-{m}", {"f": [], "density": []})
             r_density = fig.varea("f", y1=0.0, y2="density", source=self.densities[m], fill_color=COLORS[m],
                                   fill_alpha=0.15, y_range_name="density")
             self.lines[m] = _source(f"closeup-line-{m}", {"f": [], "y": []})
             r_line = fig.line("f", "y", source=self.lines[m], color=COLORS[m], line_width=2,
-                              line_dash=DASH[FAMILY[m][0]])
+                              line_dash=DASH[METHODS[m].family])
             self.points[m] = _source(f"closeup-points-{m}", {"f": [], "g": [], "size": [], "fill": []})
             r_points = fig.scatter("f", "g", source=self.points[m], size="size", line_color=COLORS[m],
                                    fill_color=COLORS[m], fill_alpha="fill", line_width=2,
                                    marker="circle" if taylor else "diamond")
             main += [r_line, r_points]
             what = "tangent at m0" if taylor else "fit through sigma points"
-            self.items[m] = _item(f"{LABELS[m]} {what}", [r_line, r_points, r_density])
+            self.items[m] = legend_item(f"{METHODS[m].label} {what}", [r_line, r_points, r_density])
             legend.items.append(self.items[m])
         fig.y_range.renderers = main  # the densities live on their own axis
-        self.truth = _marker(fig, color="black")
+        self.truth = vertical_marker(fig, color="black")
         self.figure = fig
 
     def update(self, forward, closeups, x0, f_true_x0=None):
-        """``closeups``: method -> Closeup (gpexplorer.ui.linearized.settings.closeup)."""
+        """``closeups``: method -> Closeup (:func:`gpexplorer.linearized.comparison.closeup`)."""
         if not closeups:
             for sources in (self.lines, self.points, self.densities):
                 for src in sources.values():
@@ -278,57 +267,3 @@ class CloseupFigure:
         self.truth.location = f_true_x0 if f_true_x0 is not None else np.nan
         self.figure.title.text = f"Linearisation at x0 = {x0:.3g} (dotted: true f(x0))" \
             if f_true_x0 is not None else f"Linearisation at x0 = {x0:.3g}"
-
-
-# layout ---------------------------------------------------------------------------------------
-NOTE_WIDTH = 250
-WIDGETS = {
-    "methods": pn.widgets.CheckButtonGroup, "forward": pn.widgets.Select, "y_prediction": pn.widgets.RadioButtonGroup,
-    **{name: {"type": PromptFloatSlider, "format": "0.0[000]", "step": 0.01}
-       for name in ("variance", "lengthscale", "kappa", "x0")},
-    "noise_variance": {"type": PromptFloatSlider, "format": "0.0[0000]", "step": 0.001},
-    # structural sliders act on release: each intermediate N would redraw the data set
-    **{name: {"type": pn.widgets.IntSlider, "throttled": True} for name in ("n_train", "n_features", "max_iter")},
-}
-
-
-def _note(key):
-    return TextBlock(texts.EXPLAIN[key], width=NOTE_WIDTH, styles={"font-size": "0.85em"})
-
-
-def _view(item, key):
-    if not isinstance(item, pn.viewable.Viewable):
-        item = pn.pane.Bokeh(item, sizing_mode="stretch_width")
-    return pn.Row(item, _note(key), sizing_mode="stretch_width")
-
-
-def controls(lab):
-    """Widgets generated from the settings, grouped, plus the action buttons."""
-    groups = []
-    for title, names in cfg.control_groups().items():
-        widgets = pn.Param(lab.settings, parameters=names, widgets=WIDGETS, show_name=False,
-                           sizing_mode="stretch_width")
-        extra = [lab.expression_message, lab.upload, lab.upload_message] if title.startswith("Data") else []
-        groups.append(pn.Card(widgets, *extra, header=card_header(title), sizing_mode="stretch_width"))
-    actions = pn.Column(pn.Row(lab.learn_button, lab.cancel_button), pn.Row(lab.show_learnt_button, lab.profile_button),
-                        lab.progress, lab.status, lab.download, sizing_mode="stretch_width")
-    return pn.Column(actions, *groups, sizing_mode="stretch_width")
-
-
-def views(lab):
-    """The live views, each with a short explanation beside it."""
-    return pn.Column(
-        lab.badge_pane,
-        _view(lab.latent.figure, "latent"),
-        _view(lab.observation.figure, "observation"),
-        _view(lab.objective.figure, "objective"),
-        _view(lab.closeup.figure, "closeup"),
-        _view(lab.metrics_readout, "metrics"),
-        _view(lab.hyper_readout, "hyper"),
-        _view(lab.profile.figure, "profile"),
-        sizing_mode="stretch_width")
-
-
-def lab_layout(lab):
-    """Controls left, views right: what Jupyter shows for ``LinearizedLab()``."""
-    return pn.Row(pn.Column(controls(lab), width=330), views(lab), sizing_mode="stretch_width")

@@ -9,54 +9,49 @@ derivative-free free-energy maximisation (EGP section 3.2, EKS section 4.4) as a
 :class:`BackgroundJob` polled from the session's event loop; afterwards each method is shown at
 its own learnt hyperparameters until a kernel or noise slider moves. "Profile free energy" runs
 the inner loop along one hyperparameter, another background job
-(:mod:`gpexplorer.ui.linearized.profile`); a profile is cleared when the models change.
+(:mod:`gpexplorer.ui.linearized.profile`); a profile is cleared when the models change. The
+computations are :mod:`gpexplorer.linearized.comparison`'s; this class holds the session's state.
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-import io
 import logging
 import time
 
 import numpy as np
 import panel as pn
 import param
-import threadpoolctl
 
+from gpexplorer.linearized import comparison
+from gpexplorer.linearized.comparison import METHODS
+from gpexplorer.ui.lab_base import LabBase, next_tick
+from gpexplorer.ui.linearized import layout, texts
 from gpexplorer.ui.linearized import settings as cfg
-from gpexplorer.ui.linearized import texts
-from gpexplorer.ui.jobs import JobControls, JobPoller
-from gpexplorer.ui.layout import PromptButton
-from gpexplorer.ui.linearized.figures import (CloseupFigure, LatentFigure, ObjectiveFigure, ObservationFigure,
-                                              lab_layout)
-from gpexplorer.ui.linearized.profile import ProfileFigure, profile_methods
+from gpexplorer.ui.linearized.figures import CloseupFigure, LatentFigure, ObjectiveFigure, ObservationFigure
+from gpexplorer.ui.linearized.profile import ProfileFigure
 from gpexplorer.ui.markup import TextBlock
+from gpexplorer.ui.widgets import PromptButton
 
 logger = logging.getLogger(__name__)
 
 
-class LinearizedLab(JobControls, pn.viewable.Viewer):
+class LinearizedLab(LabBase):
     """The EGP/UGP/EKS/UKS dashboard; ``LinearizedLab()`` in Jupyter or a served app file."""
 
     mode = param.Selector(default="manual", objects=["manual", "fitted"],
                           doc="Shared slider hyperparameters, or each method's learnt ones")
+    state_filename = "gpexplorer-linearized.json"
+    upload_label = "CSV upload (x, y; max 2 MB)"
 
     def __init__(self, **params):
-        threadpoolctl.threadpool_limits(1, user_api="blas")  # see sparse_lab: threads thrash on 2 cores
-        self.settings = cfg.LinearizedSettings()
-        super().__init__(**params)
-        self.forward, self.data, self.uploaded = None, None, None
+        super().__init__(cfg.LinearizedSettings(), **params)
+        self.forward, self.data = None, None
         self.results, self.refused, self.fitted = {}, [], None
-        self.error, self.expression_error, self.url_warning = None, None, None
-        self.jobs, self._quiet = JobPoller(), False
-        self.timing_ms, self._pending, self._learning_context = {}, set(), None
+        self.error, self.expression_error = None, None
+        self.timing_ms, self._learning_context = {}, None
         self._model_version, self._profile_request = 0, None  # a profile belongs to one model version
         self._build_components()
-        self._sync_url()
-        self._reload()
-        self.settings.param.watch(self._on_settings, cfg.url_parameters())
+        self._connect_settings(self._reload)
 
     # construction ----------------------------------------------------------------------
     def _build_components(self):
@@ -66,32 +61,38 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
         self.latent.tap.on_change("data", self._on_tap)
         self.metrics_readout, self.hyper_readout = TextBlock(), TextBlock()
         self.badge_pane = TextBlock()
-        self.expression_message, self.upload_message = TextBlock(), TextBlock()
-        self.expression_message.visible = self.upload_message.visible = False
-        self.status = TextBlock(texts.status_html("idle", ""))
-        self.progress = pn.indicators.Progress(value=0, max=100, visible=False, sizing_mode="stretch_width")
+        self.expression_message = TextBlock()
+        self.expression_message.visible = False
+        self._build_shared_widgets()
         self.learn_button = PromptButton(label="Learn hyperparameters", color="primary")
-        self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", disabled=True)
         self.show_learnt_button = pn.widgets.Button(label="Show learnt", disabled=True)
         self.profile_button = PromptButton(label="Profile free energy", color="light")
         self.learn_button.on_click(lambda _: self.start_learning())
         self.profile_button.on_click(lambda _: self.start_profile())
-        self.cancel_button.on_click(lambda _: self.cancel_job())
-        self.show_learnt_button.on_click(lambda _: pn.state.execute(self.show_learnt, schedule=True))
-        self.upload = pn.widgets.FileInput(accept=".csv,text/csv", label="CSV upload (x, y; max 2 MB)")
-        self.upload.param.watch(self._on_upload, "value")
-        self.download = pn.widgets.FileDownload(callback=self._state_json, filename="gpexplorer-linearized.json",
-                                                label="Download state (JSON)", color="light")
+        self.show_learnt_button.on_click(lambda _: next_tick(self.show_learnt))
 
-    def _sync_url(self):
-        location = pn.state.location
-        if location is not None and pn.state.curdoc is not None:
-            location.sync(self.settings, {p: p for p in cfg.url_parameters()}, on_error=self._bad_url)
+    # the lab base's hooks ---------------------------------------------------------------
+    def _settings_names(self):
+        return cfg.url_parameters()
 
-    def _bad_url(self, mapped):
-        self.url_warning = f"ignored invalid URL values {mapped}: each must be within its control's range and type"
+    def _settings_changed(self, names):
+        self._apply_on_next_tick(names)
+
+    def _parse_upload(self, contents, filename):
+        return cfg.parse_upload(contents, filename)
+
+    def _state_extras(self):
+        return cfg.state_extras(self.fitted)
+
+    def _show_problems(self):
         if self.data is not None:
             self._update_badges()
+
+    def controls(self):
+        return layout.controls(self)
+
+    def views(self):
+        return layout.views(self)
 
     # data and settings -----------------------------------------------------------------
     def _reload(self):
@@ -120,23 +121,9 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
             self.settings.x0 = float(np.clip(self.settings.x0, lo, hi))
         self.refresh()
 
-    def _on_settings(self, *events):
-        """Collect changed setting names and apply them on the next tick of the session's loop.
-
-        Panel runs some widget events (a TextInput's Enter) as coroutines without the Bokeh
-        document lock, and rewriting a ColumnDataSource there raises; a next-tick callback always
-        holds the lock. Without a server (tests, Jupyter) the change is applied at once."""
-        if not self._quiet:
-            self._request({e.name for e in events})
-
-    def _request(self, names):
-        first = not self._pending
-        self._pending |= set(names)
-        if first:
-            pn.state.execute(self._apply_pending, schedule=True)
-
-    def _apply_pending(self):
-        names, self._pending = self._pending, set()
+    def _apply_settings(self, names):
+        """Changed settings, applied on the next tick (the custom expression's TextInput sends its
+        Enter without the document lock): reload, re-run the inner loops, or redraw one view."""
         try:
             if names & set(cfg.STRUCTURAL):
                 self._reload()
@@ -164,24 +151,12 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
         lo, hi = self.settings.param.x0.bounds
         self.settings.x0 = round(float(np.clip(x[0], lo, hi)), 4)  # -> _on_settings -> close-up
 
-    def _on_upload(self, event):
-        try:
-            self.uploaded = cfg.parse_upload(event.new, self.upload.filename or "upload.csv")
-        except ValueError as err:
-            self._show(self.upload_message, texts.upload_html(error=err))
-            return
-        self._show(self.upload_message, texts.upload_html(dataset=self.uploaded))
-        if self.settings.dataset == "upload":
-            self._request({"dataset"})
-        else:
-            self.settings.dataset = "upload"
-
     # evaluation ------------------------------------------------------------------------
     def parameters(self, method):
         """The hyperparameters ``method`` is shown at (its learnt ones in fitted mode)."""
         if self.mode == "fitted" and self.fitted and method in self.fitted:
-            return {k: self.fitted[method][k] for k in cfg.HYPERPARAMETERS}
-        return cfg.shared_parameters(self.settings)
+            return {k: self.fitted[method][k] for k in comparison.HYPERPARAMETERS}
+        return {k: float(getattr(self.settings, k)) for k in comparison.HYPERPARAMETERS}
 
     def _learnt_model(self, method):
         """In fitted mode, the model as learning left it: warm-started inner loops (UKS in
@@ -201,9 +176,10 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
             if self.profile.parameter is not None:
                 self.profile.clear("the model changed; press 'Profile free energy' again")
         t0 = time.perf_counter()
-        run, self.refused = cfg.active_methods(self.settings, self.forward)
-        self.results = {m: cfg.evaluate(m, self.data, self.forward, self.settings, self.parameters(m),
-                                        self._learnt_model(m)) for m in run}
+        s = cfg.comparison_settings(self.settings)
+        run, self.refused = comparison.active_methods(self.settings.methods, self.forward)
+        self.results = {m: comparison.evaluate(m, self.data, self.forward, s, self.parameters(m),
+                                               self._learnt_model(m)) for m in run}
         t1 = time.perf_counter()
         self._update_views()
         t2 = time.perf_counter()
@@ -226,9 +202,9 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
         for m, r in self.results.items():
             if r.error is None:
                 try:
-                    out[m] = cfg.closeup(r, self.forward, self.settings.x0, self.settings.kappa)
+                    out[m] = comparison.closeup(r, self.forward, self.settings.x0, self.settings.kappa)
                 except (ValueError, FloatingPointError) as err:
-                    r.error = f"{cfg.LABELS[m]} close-up failed: {err}"
+                    r.error = f"{METHODS[m].label} close-up failed: {err}"
         return out
 
     def _update_closeup(self):
@@ -249,14 +225,14 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
     def start_learning(self):
         if self.data is None or self._busy():
             return
-        run, _ = cfg.active_methods(self.settings, self.forward)
+        run, _ = comparison.active_methods(self.settings.methods, self.forward)
         if not run:
             return
-        s = cfg.snapshot(self.settings)  # the worker must not see later edits
-        data, forward, start = self.data, self.forward, cfg.shared_parameters(s)
-        self._learning_context = cfg.fit_context(s)
-        self._start_job("learn", lambda job: learn_hyperparameters(job, run, data, forward, s, start),
-                        started="learning started")
+        s = cfg.comparison_settings(self.settings)  # a snapshot: the worker must not see later edits
+        data, forward = self.data, self.forward
+        self._learning_context = cfg.fit_context(self.settings)
+        self._start_job("learn", lambda job: comparison.learn_hyperparameters(
+            run, data, forward, s, progress=job.report, cancelled=lambda: job.cancelled), started="learning started")
 
     def _job_buttons(self):
         return (self.learn_button, self.profile_button)
@@ -286,11 +262,12 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
         run = [m for m, r in self.results.items() if r.error is None]
         if not run:
             return
-        s, parameters = cfg.snapshot(self.settings), {m: self.parameters(m) for m in run}
-        data, forward, parameter = self.data, self.forward, s.profile_parameter
+        s, parameters = cfg.comparison_settings(self.settings), {m: self.parameters(m) for m in run}
+        data, forward, parameter = self.data, self.forward, self.settings.profile_parameter
         self._profile_request = (self._model_version, parameter)
-        self._start_job("profile", lambda job: profile_methods(job, run, data, forward, s, parameters, parameter),
-                        started="profile started")
+        self._start_job("profile", lambda job: comparison.profile_methods(
+            run, data, forward, s, parameters, parameter, progress=job.report, cancelled=lambda: job.cancelled),
+            started="profile started")
 
     def _profile_finished(self, state, job):
         version, parameter = self._profile_request
@@ -309,76 +286,3 @@ class LinearizedLab(JobControls, pn.viewable.Viewer):
             return
         self.mode = "fitted"
         self.refresh()
-
-    # helpers ---------------------------------------------------------------------------
-    @staticmethod
-    def _show(block, html):
-        """A message block takes no space while it is empty."""
-        block.object, block.visible = html, bool(html)
-
-    @contextlib.contextmanager
-    def _silenced(self):
-        """Programmatic updates inside this block do not re-trigger the change handlers."""
-        before, self._quiet = self._quiet, True
-        try:
-            yield
-        finally:
-            self._quiet = before
-
-    def _state_json(self):
-        return io.StringIO(cfg.to_json(self.settings, self.fitted))
-
-    def __panel__(self):
-        return lab_layout(self)
-
-
-def learn_hyperparameters(job, methods, data, forward, s, start):
-    """Fit each method's hyperparameters in turn (runs on the job's worker thread).
-
-    LinearizedGP.fit reports every free-energy evaluation through its callback; the kitchen
-    sinks' fit has none, so its evaluations are counted by wrapping that model's free_energy
-    (both ways also let Cancel stop a fit between two evaluations)."""
-    out = {}
-    for k, method in enumerate(methods):
-        label = cfg.LABELS[method]
-
-        def report(evaluations, k=k, label=label):
-            job.report((k + min(evaluations / s.max_evals, 1.0)) / len(methods),
-                       f"{label}: {evaluations} evaluations ({k + 1} of {len(methods)} methods)")
-
-        report(0)
-        t0 = time.perf_counter()
-        model = cfg.build_model(method, data, forward, s, start)
-        count, search = _fit(model, method, s.max_evals, report, s.gp_search)
-        out[method] = {**cfg.model_parameters(model), "free_energy": float(model.free_energy()),
-                       "evaluations": count, "seconds": time.perf_counter() - t0, "search": search,
-                       "model": model}
-    return out
-
-
-def _fit(model, method, max_evals, report, gp_search="fisher"):
-    """Learn ``model``'s hyperparameters; returns (free-energy evaluations, name of the search used)."""
-    calls = [0]
-
-    def counted(*_):
-        calls[0] += 1
-        report(calls[0])
-
-    search = cfg.search_label(method, gp_search)
-    if cfg.FAMILY[method][0] == "gp":
-        model.fit(bounds=cfg.FIT_BOUNDS, max_evals=max_evals, method=gp_search, callback=counted)
-    elif "callback" in inspect.signature(model.fit).parameters:
-        model.fit(max_evaluations=max_evals, callback=counted)
-    else:
-        free_energy = model.free_energy
-
-        def observed():
-            counted()
-            return free_energy()
-
-        model.free_energy = observed
-        try:
-            model.fit(max_evaluations=max_evals)
-        finally:
-            del model.free_energy
-    return calls[0], search

@@ -1,12 +1,12 @@
-"""The linearised lab's free-energy profile: F (EGP eq. 41, EKS eq. 20) and the test NLPD of f*
-along one hyperparameter, each method around the values it is shown at.
+"""The linearised lab's free-energy profile figure: F (EGP eq. 41, EKS eq. 20) and the test NLPD
+of f* along one hyperparameter, each method around the values it is shown at.
 
-:func:`profile_methods` runs on a :class:`~gpexplorer.ui.jobs.BackgroundJob`'s worker (each grid
-point is one inner loop from the prior, :func:`gpexplorer.linearized.free_energy_profile.free_energy_profile`);
-:class:`ProfileFigure` draws the result. It makes visible what learning climbs and what the metrics
-table scores: on tanh(2f) the EGP's F peaks at a smaller kernel variance than its NLPD's minimum.
-Sources (handles of the browser tests): ``profile-<method>`` (value, F, NLPD, status),
-``profile-current`` (each method's shown value and its F), ``profile-diverged``.
+:func:`gpexplorer.linearized.comparison.profile_methods` computes the profiles (on a
+:class:`~gpexplorer.ui.jobs.BackgroundJob`'s worker); :class:`ProfileFigure` draws them. It makes
+visible what learning climbs and what the metrics table scores: on tanh(2f) the EGP's F peaks at
+a smaller kernel variance than its NLPD's minimum. Sources (handles of the browser tests):
+``profile-<method>`` (value, F, NLPD, status), ``profile-current`` (each method's shown value and
+its F), ``profile-diverged``.
 """
 
 from __future__ import annotations
@@ -14,51 +14,15 @@ from __future__ import annotations
 import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool, LinearAxis, Range1d
 
-from gpexplorer import metrics
-from gpexplorer.linearized.free_energy_profile import free_energy_profile, log_grid
-from gpexplorer.ui.linearized import settings as cfg
-from gpexplorer.ui.sparse.figures import _figure, _item, _outside_legend, assign
+from gpexplorer.linearized.comparison import METHODS
 from gpexplorer.ui.linearized.figures import COLORS, DASH
-from gpexplorer.ui.linearized.settings import FAMILY, LABELS, METHODS
+from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend
 
-#: the profile spans the shown value / FACTOR .. x FACTOR in POINTS log-spaced steps
-FACTOR, POINTS = 10.0, 21
 #: the NLPD axis ends at this percentile of the profiled NLPDs (higher points leave the plot; hover shows them)
 NLPD_AXIS_PERCENTILE = 60
 PARAMETER_LABELS = {"variance": "kernel variance (EKS/UKS: weight variance)", "lengthscale": "lengthscale",
                     "noise_variance": "noise variance"}
 _EMPTY = {"value": [], "F": [], "nlpd": [], "status": [], "method": []}
-
-
-def profile_methods(job, methods, data, forward, s, parameters, parameter):
-    """method -> Profile along ``parameter`` around ``parameters[method]`` (runs on the worker).
-
-    ``s`` is a snapshot of the settings (kernel, kappa, D, ...); the NLPD of f* on the toy
-    problem's test points is recorded beside F when the data have a true f."""
-    score = _test_nlpd(data) if data.test is not None and data.test.size >= 2 else None
-    out = {}
-    for k, method in enumerate(methods):
-        base = dict(parameters[method])
-
-        def make(value, method=method, base=base):
-            return cfg.build_model(method, data, forward, s, dict(base, **{parameter: value}))
-
-        def progress(done, total, k=k, label=LABELS[method]):
-            job.report((k + done / total) / len(methods), f"{label}: {done} of {total} points")
-
-        out[method] = free_energy_profile(make, log_grid(base[parameter], FACTOR, POINTS), score=score,
-                                          progress=progress)
-    return out
-
-
-def _test_nlpd(data):
-    x, f = data.grid[data.test, None], data.f_true[data.test]
-
-    def nlpd(model):
-        mean, var = model.predict_f(x)
-        return metrics.nlpd(f, np.ravel(mean), np.maximum(np.ravel(var), 1e-300))
-
-    return nlpd
 
 
 class ProfileFigure:
@@ -67,21 +31,21 @@ class ProfileFigure:
     the inner loop stopped on 'diverge'. Failed points are left out (a gap in the line)."""
 
     def __init__(self):
-        fig = _figure("profile", "Free energy along a hyperparameter: press 'Profile free energy'", 330,
+        fig = lab_figure("profile", "Free energy along a hyperparameter: press 'Profile free energy'", 330,
                       x_axis_type="log")
         fig.yaxis.axis_label = "free energy F (eq. 41 / EKS eq. 20)"
         self.nlpd_range = Range1d(0.0, 1.0)
         fig.extra_y_ranges = {"nlpd": self.nlpd_range}
         fig.add_layout(LinearAxis(y_range_name="nlpd", axis_label="NLPD of f* (test points, dotted)"), "right")
-        legend = _outside_legend(fig)
+        legend = outside_legend(fig)
         self.sources, self.items, hover = {}, {}, []
         for m in METHODS:
             src = ColumnDataSource(dict(_EMPTY), name=f"profile-{m}")
-            r_f = fig.line("value", "F", source=src, color=COLORS[m], line_width=2, line_dash=DASH[FAMILY[m][0]])
+            r_f = fig.line("value", "F", source=src, color=COLORS[m], line_width=2, line_dash=DASH[METHODS[m].family])
             r_dots = fig.scatter("value", "F", source=src, color=COLORS[m], size=5)
             r_nlpd = fig.line("value", "nlpd", source=src, color=COLORS[m], line_width=1, line_dash="dotted",
                               y_range_name="nlpd")
-            self.items[m] = _item(LABELS[m], [r_f, r_dots, r_nlpd], visible=False)
+            self.items[m] = legend_item(METHODS[m].label, [r_f, r_dots, r_nlpd], visible=False)
             legend.items.append(self.items[m])
             self.sources[m] = src
             hover.append(r_dots)
@@ -91,8 +55,8 @@ class ProfileFigure:
                                 line_color="black")
         self.diverged = ColumnDataSource({"value": [], "F": []}, name="profile-diverged")
         r_div = fig.scatter("value", "F", source=self.diverged, marker="x", size=12, line_width=2, color="red")
-        legend.items.append(_item("shown value", [r_current]))
-        self.diverged_item = _item("diverged", [r_div], visible=False)
+        legend.items.append(legend_item("shown value", [r_current]))
+        self.diverged_item = legend_item("diverged", [r_div], visible=False)
         legend.items.append(self.diverged_item)
         fig.add_tools(HoverTool(renderers=hover, tooltips=[
             ("method", "@method"), ("value", "@value{0.0000}"), ("F", "@F{0.000}"), ("NLPD f*", "@nlpd{0.000}"),
@@ -132,14 +96,14 @@ class ProfileFigure:
             status = np.array(p.status)
             ok = status != "failed"
             assign(self.sources[m], {"value": p.values[ok], "F": p.free_energy[ok], "nlpd": p.scores[ok],
-                                     "status": status[ok].tolist(), "method": [LABELS[m]] * int(ok.sum())})
+                                     "status": status[ok].tolist(), "method": [METHODS[m].label] * int(ok.sum())})
             nlpds += [v for v in p.scores[ok] if np.isfinite(v)]
             div = status == "diverged"
             diverged["value"] += p.values[div].tolist()
             diverged["F"] += p.free_energy[div].tolist()
             if m in shown and np.isfinite(shown[m][1]):
                 current["value"].append(shown[m][0]), current["F"].append(shown[m][1])
-                current["color"].append(COLORS[m]), current["method"].append(LABELS[m])
+                current["color"].append(COLORS[m]), current["method"].append(METHODS[m].label)
         assign(self.current, current)
         assign(self.diverged, diverged)
         self.diverged_item.visible = bool(diverged["value"])

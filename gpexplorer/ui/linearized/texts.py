@@ -11,8 +11,8 @@ import html
 
 import numpy as np
 
-from gpexplorer.ui.linearized.settings import LABELS, METHODS
-from gpexplorer.ui.readouts import STYLE, status_html, upload_html
+from gpexplorer.linearized.comparison import METHODS
+from gpexplorer.ui.markup import STYLE, status_html, upload_html
 
 __all__ = ["EXPLAIN", "metrics_html", "hyper_html", "badges_html", "expression_html", "status_html",
            "upload_html"]
@@ -73,19 +73,19 @@ def metrics_html(results, refused=(), timing_ms=None):
     rows = []
     for m in METHODS:
         if m in refused:
-            rows.append(f'<tr data-method="{m}"><th>{LABELS[m]}</th><td class="note" colspan=8>disabled: '
+            rows.append(f'<tr data-method="{m}"><th>{METHODS[m].label}</th><td class="note" colspan=8>disabled: '
                         "g is not differentiable, so there is no Taylor linearisation</td></tr>")
             continue
         r = results.get(m)
         if r is None:
             continue
         if r.error:
-            rows.append(f'<tr data-method="{m}"><th>{LABELS[m]}</th><td class="note" colspan=8>'
+            rows.append(f'<tr data-method="{m}"><th>{METHODS[m].label}</th><td class="note" colspan=8>'
                         f"{html.escape(r.error)}</td></tr>")
             continue
         mt = r.metrics or {}
         stop = f'<span style="color:#c00">{r.status}</span>' if r.status == "diverged" else r.status
-        rows.append(f'<tr data-method="{m}"><th>{LABELS[m]}</th><td>{_num(mt.get("nlpd_f"))}</td>'
+        rows.append(f'<tr data-method="{m}"><th>{METHODS[m].label}</th><td>{_num(mt.get("nlpd_f"))}</td>'
                     f'<td>{_num(mt.get("smse_f"))}</td><td>{_num(mt.get("smse_y"))}</td>'
                     f"<td>{_num(r.free_energy, '{:.2f}')}</td><td>{_num(r.map_objective, '{:.2f}')}</td>"
                     f"<td>{len(r.trace) - 1}</td><td>{stop}</td><td>{1e3 * r.seconds:.0f}</td></tr>")
@@ -110,7 +110,7 @@ def hyper_html(results, fitted=None, mode="manual"):
         if learnt and mode == "fitted":
             search = f" by {learnt['search']}" if learnt.get("search") else ""
             source += f"{search} ({learnt.get('evaluations', 0)} evaluations, {learnt.get('seconds', 0.0):.1f} s)"
-        rows.append(f'<tr data-method="{m}"><th>{LABELS[m]}</th><td>{_num(p["variance"])}</td>'
+        rows.append(f'<tr data-method="{m}"><th>{METHODS[m].label}</th><td>{_num(p["variance"])}</td>'
                     f'<td>{_num(p["lengthscale"])}</td><td>{_num(p["noise_variance"])}</td>'
                     f'<td class="note">{source}</td></tr>')
     if fitted and mode != "fitted":
@@ -127,7 +127,7 @@ def badges_html(results, forward, refused=(), problems=()):
     """Badges: diverged inner loops, a non-differentiable g, failures and other problems."""
     items = [f'<div class="gpx-badge failure"><b>Problem:</b> {html.escape(p)}</div>' for p in problems if p]
     if forward is not None and not forward.differentiable:
-        off = ", ".join(LABELS[m] for m in refused) or "EGP/EKS"
+        off = ", ".join(METHODS[m].label for m in refused) or "EGP/EKS"
         items.append('<div class="gpx-badge" data-kind="non-differentiable"><b>Not differentiable</b>: '
                      f"g = {html.escape(forward.name)} has no derivative everywhere, so {off} "
                      "(Taylor, eq. 36) cannot be used; UGP/UKS need no derivatives.</div>")
@@ -136,7 +136,7 @@ def badges_html(results, forward, refused=(), problems=()):
             items.append(f'<div class="gpx-badge failure" data-kind="failure">{html.escape(r.error)}</div>')
         elif r.status == "diverged":
             items.append(f'<div class="gpx-badge" data-kind="diverged" data-method="{m}"><b>Diverged</b>: '
-                         f"{LABELS[m]}'s step search hit the 'diverge' condition at iteration "
+                         f"{METHODS[m].label}'s step search hit the 'diverge' condition at iteration "
                          f"{r.trace[-1].iteration}; the last good mean is kept (section 2.5).</div>")
     idle = "All shown methods converged." if results or refused else "No method selected: choose EGP, UGP, EKS or UKS."
     body = "".join(items) or f"<small>{idle}</small>"

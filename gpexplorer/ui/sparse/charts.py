@@ -8,10 +8,12 @@ from __future__ import annotations
 import numpy as np
 from bokeh.models import ColumnDataSource, FactorRange, Span
 
+from gpexplorer.sparse import objectives
 from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS, TERMS
-from gpexplorer.ui.sparse.figures import COLORS, _figure, _item, _outside_legend, assign, vertical_marker
+from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, vertical_marker
+from gpexplorer.ui.sparse.figures import COLORS
 
-SPARSE = ("sor", "dtc", "fitc", "vfe")
+SPARSE = objectives.APPROXIMATIONS
 TERM_LABELS = {"complexity": "complexity", "data_fit": "data fit", "trace": "trace", "total": "total"}
 TERM_COLORS = {"complexity": "#9467bd", "data_fit": "#2ca02c", "trace": "#ff7f0e", "total": "#000000"}
 DASHES = {"exact": "solid", "vfe": "solid", "fitc": "dashed", "dtc": "dotted", "sor": "dotdash"}
@@ -24,10 +26,10 @@ class SandwichChart:
 
     def __init__(self):
         self.rows = FactorRange(factors=[LABELS[n] for n in reversed(SPARSE)])
-        fig = _figure("sandwich", "Bound sandwich: evidence vs exact log p(y) and upper bound", 250,
+        fig = lab_figure("sandwich", "Bound sandwich: evidence vs exact log p(y) and upper bound", 250,
                       y_range=self.rows)
         fig.xaxis.axis_label = "log marginal likelihood (or bound)"
-        legend = _outside_legend(fig)
+        legend = outside_legend(fig)
         self.bar = ColumnDataSource({"row": [], "exact": [], "upper": []}, name="sandwich-bar")
         r_bar = fig.hbar(y="row", left="exact", right="upper", height=0.35, source=self.bar,
                          fill_color="#cccccc", line_color="#888888")
@@ -39,9 +41,9 @@ class SandwichChart:
                            line_width=3)
         self.tight = ColumnDataSource({"row": [], "x": []}, name="sandwich-tight")
         r_tight = fig.scatter("x", "row", source=self.tight, marker="inverted_triangle", size=12, color="#555555")
-        legend.items.extend([_item("exact .. upper bound", [r_bar]), _item("exact log p(y)", [r_exact]),
-                             _item("approximation", [r_ev])])
-        self.tight_item = _item("upper bound, Z optimised", [r_tight], visible=False)
+        legend.items.extend([legend_item("exact .. upper bound", [r_bar]), legend_item("exact log p(y)", [r_exact]),
+                             legend_item("approximation", [r_ev])])
+        self.tight_item = legend_item("upper bound, Z optimised", [r_tight], visible=False)
         legend.items.append(self.tight_item)
         self.figure = fig
 
@@ -73,7 +75,7 @@ class TermsChart:
 
     def __init__(self):
         self.x_range = FactorRange(factors=[("VFE", "complexity")])
-        fig = _figure("terms", "Terms of the objective (eq. 3.1, constant omitted)", 260, x_range=self.x_range)
+        fig = lab_figure("terms", "Terms of the objective (eq. 3.1, constant omitted)", 260, x_range=self.x_range)
         fig.xaxis.major_label_orientation = 0.9
         self.source = ColumnDataSource({"x": [], "value": [], "color": []}, name="terms-bars")
         fig.vbar(x="x", top="value", width=0.8, source=self.source, fill_color="color", line_color="color")
@@ -134,10 +136,10 @@ class TraceCharts:
     """Log evidence and its terms against L-BFGS-B iteration; a marker follows the replay slider."""
 
     def __init__(self):
-        fig = _figure("trace", "Optimisation trace: objective against iteration", 260)
+        fig = lab_figure("trace", "Optimisation trace: objective against iteration", 260)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "iteration", "log p(y) (or bound)"
         self.objective = _Series(fig, "trace-objective")
-        terms = _figure("trace-terms", "Terms against iteration", 280)
+        terms = lab_figure("trace-terms", "Terms against iteration", 280)
         terms.xaxis.axis_label, terms.yaxis.axis_label = "iteration", "term of log p(y)"
         self.terms = _Series(terms, "trace-terms-curves")
         self.figure, self.terms_figure = fig, terms
@@ -164,7 +166,7 @@ class AddOneChart:
     """Thesis fig. 3.2: change of each term when one inducing input is added at z*."""
 
     def __init__(self):
-        fig = _figure("add-one", "Adding one inducing input at z*: change of each term", 300)
+        fig = lab_figure("add-one", "Adding one inducing input at z*: change of each term", 300)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "z*", "change in log p(y) term"
         fig.add_layout(Span(location=0, dimension="width", line_color="#888888", line_width=1))
         self.series = _Series(fig, "add-one-curves")
@@ -188,7 +190,7 @@ class SweepCharts:
     def __init__(self):
         self.figures, self.series, self.exact_lines = [], {}, {}
         for key, label in self.QUANTITIES:
-            fig = _figure(f"sweep-{key}", f"{label} against M", 230)
+            fig = lab_figure(f"sweep-{key}", f"{label} against M", 230)
             fig.xaxis.axis_label, fig.yaxis.axis_label = "M", label
             self.series[key] = _Series(fig, f"sweep-{key}-curves")
             span = Span(location=np.nan, dimension="width", line_color="black", line_dash="dotted", line_width=2)

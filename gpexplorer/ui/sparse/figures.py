@@ -9,27 +9,13 @@ them). Source and figure names are the handles the browser tests read.
 from __future__ import annotations
 
 import numpy as np
-from bokeh.models import ColumnDataSource, Legend, LegendItem, PointDrawTool, Span
-from bokeh.plotting import figure
+from bokeh.models import ColumnDataSource, PointDrawTool
 from bokeh.transform import factor_cmap
 
 from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS
+from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend
 
 COLORS = {"exact": "#404040", "sor": "#8e44ad", "dtc": "#e69f00", "fitc": "#d62728", "vfe": "#1f77b4"}
-TOOLS = "pan,wheel_zoom,box_zoom,reset,save"  # save = PNG export of the figure
-
-
-def _figure(name, title, height, **kw):
-    fig = figure(name=name, title=title, height=height, sizing_mode="stretch_width", tools=TOOLS,
-                 toolbar_location="above", **kw)
-    fig.toolbar.logo = None
-    return fig
-
-
-def _outside_legend(fig):
-    legend = Legend(click_policy="hide", location="top_left", label_text_font_size="9pt")
-    fig.add_layout(legend, "right")
-    return legend
 
 
 def inducing_rows(y, n_rows):
@@ -43,9 +29,9 @@ class PosteriorFigure:
     """Data, mean and 2-sigma band of every approximation, inducing inputs (draggable), samples."""
 
     def __init__(self):
-        fig = _figure("posterior", "Posterior: mean and 2-sigma bands", 420)
+        fig = lab_figure("posterior", "Posterior: mean and 2-sigma bands", 420)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "x", "y"
-        legend = _outside_legend(fig)
+        legend = outside_legend(fig)
         self.bands, self.means, self.items = {}, {}, {}
         for name in APPROXIMATIONS:
             band = ColumnDataSource({"x": [], "lower": [], "upper": []}, name=f"band-{name}")
@@ -54,18 +40,18 @@ class PosteriorFigure:
             r_band = fig.varea(x="x", y1="lower", y2="upper", source=band, fill_color=COLORS[name], fill_alpha=alpha)
             r_mean = fig.line(x="x", y="y", source=mean, color=COLORS[name], line_width=2,
                               line_dash="dashed" if name == "exact" else "solid")
-            self.items[name] = _item(LABELS[name], [r_band, r_mean])
+            self.items[name] = legend_item(LABELS[name], [r_band, r_mean])
             legend.items.append(self.items[name])
             self.bands[name], self.means[name] = band, mean
         self.samples = ColumnDataSource({"xs": [], "ys": [], "color": []}, name="samples")
         fig.multi_line(xs="xs", ys="ys", line_color="color", source=self.samples, line_alpha=0.5)
         self.data = ColumnDataSource({"x": [], "y": []}, name="data")
         r_data = fig.scatter("x", "y", source=self.data, size=4, color="black", alpha=0.45)
-        legend.items.append(_item("data", [r_data]))
+        legend.items.append(legend_item("data", [r_data]))
         self.start = ColumnDataSource({"x": [], "y": []}, name="inducing-start")
         r_start = fig.scatter("x", "y", source=self.start, marker="circle", size=7, fill_color=None,
                               line_color="#999999")
-        self.items["start"] = _item("Z at fit start", [r_start])
+        self.items["start"] = legend_item("Z at fit start", [r_start])
         legend.items.append(self.items["start"])
         self.fitted = ColumnDataSource({"x": [], "y": [], "approximation": []}, name="inducing-fitted")
         # colour by a client-side mapper, not a string column: a held update that grows a
@@ -73,12 +59,12 @@ class PosteriorFigure:
         r_fitted = fig.scatter("x", "y", source=self.fitted, marker="x", size=10, line_width=2,
                                color=factor_cmap("approximation", [COLORS[a] for a in APPROXIMATIONS],
                                                  list(APPROXIMATIONS)))
-        self.items["fitted"] = _item("Z of each fit", [r_fitted])
+        self.items["fitted"] = legend_item("Z of each fit", [r_fitted])
         legend.items.append(self.items["fitted"])
         self.inducing = ColumnDataSource({"x": [], "y": []}, name="inducing")
         r_z = fig.scatter("x", "y", source=self.inducing, marker="triangle", size=13, color="#2ca02c",
                           line_color="black")
-        legend.items.append(_item("Z (drag me)", [r_z]))
+        legend.items.append(legend_item("Z (drag me)", [r_z]))
         drag = PointDrawTool(renderers=[r_z], add=False, description="Drag inducing inputs")
         fig.add_tools(drag)
         fig.toolbar.active_drag = drag
@@ -114,41 +100,25 @@ class PosteriorFigure:
         assign(self.start, {"x": start[:, 0], "y": np.full(len(start), rows[0])})
 
 
-def assign(source, data, unless_equal=False):
-    """Replace a source's data, skipping the websocket message when nothing would change:
-    empty stays empty, and with ``unless_equal`` identical arrays are not re-sent."""
-    old = source.data
-    if set(old) == set(data):
-        if all(len(v) == 0 for v in data.values()) and all(len(v) == 0 for v in old.values()):
-            return
-        if unless_equal and all(np.array_equal(np.asarray(old[k]), np.asarray(v)) for k, v in data.items()):
-            return
-    source.data = data
-
-
 _SAMPLE_STRIDE = 3  # samples are drawn on every third grid point (an eigh of G/3 x G/3)
-
-
-def _item(label, renderers, **kw):
-    return LegendItem(label=label, renderers=renderers, **kw)
 
 
 class SplitFigure:
     """Thesis fig. 2.4-2.5: f = g + h, g carrying the inducing outputs, h the rest (eq. 2.22-2.24)."""
 
     def __init__(self):
-        fig = _figure("gh-split", "g/h split of the approximate posterior", 300)
+        fig = lab_figure("gh-split", "g/h split of the approximate posterior", 300)
         self.source = ColumnDataSource({"x": [], "g": [], "g_lo": [], "g_hi": [], "f_lo": [], "f_hi": [],
                                         "h_sd": []}, name="gh")
-        legend = _outside_legend(fig)
+        legend = outside_legend(fig)
         r1 = fig.varea("x", "f_lo", "f_hi", source=self.source, fill_color="#ff7f0e", fill_alpha=0.15)
         r2 = fig.varea("x", "g_lo", "g_hi", source=self.source, fill_color="#1f77b4", fill_alpha=0.3)
         r3 = fig.line("x", "g", source=self.source, color="#1f77b4", line_width=2)
         r4 = fig.line("x", "h_sd", source=self.source, color="#ff7f0e", line_dash="dashed", line_width=2)
         self.data = ColumnDataSource({"x": [], "y": []}, name="gh-data")
         r5 = fig.scatter("x", "y", source=self.data, size=3, color="black", alpha=0.3)
-        legend.items.extend([_item("g +- 2 sd(g)", [r2, r3]), _item("+- 2 sd(g + h)", [r1]),
-                             _item("sd(h)", [r4]), _item("data", [r5])])
+        legend.items.extend([legend_item("g +- 2 sd(g)", [r2, r3]), legend_item("+- 2 sd(g + h)", [r1]),
+                             legend_item("sd(h)", [r4]), legend_item("data", [r5])])
         self.figure = fig
 
     def update(self, x, data_x, data_y, g_mean, g_var, h_var, label):
@@ -167,14 +137,14 @@ class PredictedVsTrueFigure:
     """For D > 1: predictive mean against held-out targets, one colour per approximation."""
 
     def __init__(self):
-        fig = _figure("predicted-vs-true", "Predicted mean vs true y (test points)", 420)
+        fig = lab_figure("predicted-vs-true", "Predicted mean vs true y (test points)", 420)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "true y", "predicted mean"
-        legend = _outside_legend(fig)
+        legend = outside_legend(fig)
         self.sources = {}
         for name in APPROXIMATIONS:
             src = ColumnDataSource({"x": [], "y": []}, name=f"pvt-{name}")
             r = fig.scatter("x", "y", source=src, size=4, color=COLORS[name], alpha=0.5)
-            legend.items.append(_item(LABELS[name], [r]))
+            legend.items.append(legend_item(LABELS[name], [r]))
             self.sources[name] = src
         self.diagonal = ColumnDataSource({"x": [], "y": []})
         fig.line("x", "y", source=self.diagonal, color="black", line_dash="dotted")
@@ -186,9 +156,3 @@ class PredictedVsTrueFigure:
             src.data = {"x": [], "y": []} if r is None or r.mean is None else {"x": y_true, "y": r.mean}
         lo, hi = float(np.min(y_true)), float(np.max(y_true))
         self.diagonal.data = {"x": [lo, hi], "y": [lo, hi]}
-
-
-def vertical_marker(fig, color="#555555"):
-    span = Span(location=0, dimension="height", line_color=color, line_dash="dotted", line_width=2)
-    fig.add_layout(span)
-    return span

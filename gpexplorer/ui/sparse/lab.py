@@ -14,56 +14,44 @@ next fit starts warm from there.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 
 import numpy as np
 import panel as pn
 import param
-import threadpoolctl
 
+from gpexplorer._threads import threads_for
 from gpexplorer.sparse import studies
-from gpexplorer.sparse.comparison import LABELS, badges, build_model, compare, default_grid, parameter_key
+from gpexplorer.sparse.comparison import (APPROXIMATIONS, LABELS, badges, build_model, compare, default_grid,
+                                          parameter_key)
 from gpexplorer.sparse.joint_fit import fit_all
+from gpexplorer.ui.lab_base import LabBase, next_tick
+from gpexplorer.ui.markup import TextBlock, status_html
+from gpexplorer.ui.sparse import layout
 from gpexplorer.ui.sparse import settings as cfg
 from gpexplorer.ui.sparse.charts import AddOneChart, SandwichChart, SweepCharts, TermsChart, TraceCharts
 from gpexplorer.ui.sparse.figures import PosteriorFigure, PredictedVsTrueFigure, SplitFigure
-from gpexplorer.ui.jobs import JobControls, JobPoller
-from gpexplorer.ui.layout import PromptButton, lab_layout
-from gpexplorer.ui.markup import TextBlock
-from gpexplorer.ui.readouts import badges_html, bounds_html, noise_html, status_html, upload_html
+from gpexplorer.ui.sparse.readouts import badges_html, bounds_html, noise_html
 from gpexplorer.ui.sparse.texts import TABS
+from gpexplorer.ui.widgets import PromptButton
 
 ADD_ONE_CANDIDATES = 80
 TIGHTEN_ITERATIONS = 150
 
 
-def _single_threaded_blas():
-    # A Panel server runs many sessions on 2 cores; OpenBLAS threads on 200 x 200 problems
-    # thrash (measured: 2.9 s vs 66 ms for one full comparison on a busy machine).
-    threadpoolctl.threadpool_limits(1, user_api="blas")
+def _blas_threads(ds):
+    """The scoped BLAS-thread policy for evaluating every view on ``ds``: the exact GP's N^3
+    dominates (one thread at Snelson's N = 200, where threads thrash on a shared 2-core server)."""
+    return threads_for(ds.n ** 3)
 
 
 def _reference(names):
-    """The approximation whose optimum is written back into the sliders after a fit."""
-    return next(n for n in ("vfe", "fitc", "dtc", "sor", "exact") if n in names)
+    """The approximation whose optimum is written back into the sliders after a fit: the last
+    of the table (VFE) that was fitted."""
+    return next(n for n in reversed(APPROXIMATIONS) if n in names)
 
 
-def _after_this_tick(update):
-    """Run ``update`` on the session's next tick (at once outside a server).
-
-    Text readouts change their Div's height, so BokehJS re-lays out the page when one arrives;
-    sent after the plot data, they no longer hold back the updated plot (measured: slider
-    release to new VFE mean 146-173 ms with the texts first, 112-115 ms before they were Divs)."""
-    doc = pn.state.curdoc
-    if doc is not None and doc.session_context is not None:
-        doc.add_next_tick_callback(update)
-    else:
-        update()
-
-
-class SparseRegressionLab(JobControls, pn.viewable.Viewer):
+class SparseRegressionLab(LabBase):
     """The FITC-vs-VFE dashboard; ``SparseRegressionLab()`` in Jupyter or a served app file."""
 
     mode = param.Selector(default="manual", objects=["manual", "fitted"])
@@ -71,22 +59,21 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
     view_tab = param.Selector(default="trace", objects=list(TABS), doc="Tab shown below the main views")
     one_dimensional = param.Boolean(default=True, doc="Inputs are 1-D: posterior plot, not predicted-vs-true")
 
+    state_filename = "gpexplorer-state.json"
+    upload_label = "CSV upload (x..., y; max 2 MB)"
+
     def __init__(self, **params):
-        _single_threaded_blas()
-        self.settings = cfg.LabSettings()
-        super().__init__(**params)
-        self.dataset, self.uploaded, self.error, self.url_warning = None, None, None, None
+        super().__init__(cfg.LabSettings(), **params)
+        self.dataset, self.error = None, None
         self.Z = None  # shared inducing inputs [M, D]
         self.fits, self.fit_start, self.sweep = None, None, None
         self.tightened = {}  # parameter_key -> upper bound with Z optimised for it
-        self.comparison, self.jobs, self._quiet = None, JobPoller(), False
+        self.comparison = None
         self._stale_tabs = set()
         self._build_components()
-        self._sync_url()
         # Served, the first evaluation (numba's cache load included) runs just after the page's HTML
         # has gone out, while the browser parses its scripts: the document it then pulls has the data.
-        _after_this_tick(self._reload)
-        self.settings.param.watch(self._on_settings, cfg.url_parameters() + ["inducing_inputs"])
+        self._connect_settings(self._reload, defer=True)
 
     # construction ----------------------------------------------------------------------
     def _build_components(self):
@@ -96,25 +83,17 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
         self.bounds_readout = TextBlock()
         self.noise_readout = TextBlock()
         self.badge_pane = TextBlock()
-        self.status = TextBlock(status_html("idle", ""))
-        self.progress = pn.indicators.Progress(value=0, max=100, visible=False, sizing_mode="stretch_width")
+        self._build_shared_widgets()
         self.fit_button = PromptButton(label="Optimise", color="primary")
         self.sweep_button = pn.widgets.Button(label="Run M sweep", color="default")
-        self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", disabled=True)
         self.reset_button = pn.widgets.Button(label="Re-initialise Z")
         self.tighten_button = pn.widgets.Button(label="Tighten upper bound")
         self.tighten_button.on_click(lambda _: self.start_tighten())
         self.fit_button.on_click(lambda _: self.start_fit())
         self.sweep_button.on_click(lambda _: self.start_sweep())
-        self.cancel_button.on_click(lambda _: self.cancel_job())
         self.reset_button.on_click(lambda _: self._reinitialise_Z())
-        self.upload = pn.widgets.FileInput(accept=".csv,text/csv", label="CSV upload (x..., y; max 2 MB)")
-        self.upload.param.watch(self._on_upload, "value")
-        self.upload_message = TextBlock()
         self.replay_slider = pn.widgets.IntSlider.from_param(self.param.replay, label="Replay iteration",
                                                              disabled=True)
-        self.download = pn.widgets.FileDownload(callback=self._state_json, filename="gpexplorer-state.json",
-                                                label="Download state (JSON)", color="light")
 
     # views out of sight are built on first use: Bokeh model construction dominated start-up
     @functools.cached_property
@@ -133,17 +112,28 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
     def sweep_charts(self):
         return SweepCharts()
 
-    def _sync_url(self):
-        location = pn.state.location
-        if location is not None and pn.state.curdoc is not None:
-            location.sync(self.settings, {p: p for p in cfg.url_parameters() + ["inducing_inputs"]},
-                          on_error=self._bad_url)
+    # the lab base's hooks ---------------------------------------------------------------
+    def _settings_names(self):
+        return cfg.url_parameters()
 
-    def _bad_url(self, mapped):
-        self.url_warning = (f"ignored invalid URL values {mapped}: each must be within its control's "
-                            "range and type")
+    def _url_names(self):
+        return cfg.url_parameters() + ["inducing_inputs"]  # dragged inducing inputs travel in the URL too
+
+    def _parse_upload(self, contents, filename):
+        return cfg.parse_upload(contents, filename)
+
+    def _state_extras(self):
+        return cfg.state_extras(self.Z, {n: o.final for n, o in self.fits.items()} if self.fits else None)
+
+    def _show_problems(self):
         if self.comparison is not None:
             self.refresh()
+
+    def controls(self):
+        return layout.controls(self)
+
+    def views(self):
+        return layout.views(self)
 
     # data, Z and settings --------------------------------------------------------------
     def _reload(self):
@@ -174,10 +164,8 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
         self.settings.inducing_inputs = []
         self._reload()
 
-    def _on_settings(self, *events):
-        if self._quiet:
-            return
-        names = {e.name for e in events}
+    def _settings_changed(self, names):
+        """Applied at once: every slider move re-evaluates (no next-tick batching on this page)."""
         if names & set(cfg.STRUCTURAL):
             with self._silenced():
                 self.settings.inducing_inputs = []
@@ -196,18 +184,6 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
         if len(x) != len(self.Z) or not np.all(np.isfinite(x)):
             return
         self.settings.inducing_inputs = [round(float(v), 6) for v in x]  # -> _on_settings -> refresh
-
-    def _on_upload(self, event):
-        try:
-            self.uploaded = cfg.parse_upload(event.new, self.upload.filename or "upload.csv")
-        except ValueError as err:
-            self.upload_message.object = upload_html(error=err)
-            return
-        self.upload_message.object = upload_html(dataset=self.uploaded)
-        if self.settings.dataset == "upload":
-            self._reload()
-        else:
-            self.settings.dataset = "upload"
 
     # evaluation ------------------------------------------------------------------------
     def parameter_sets(self):
@@ -236,8 +212,9 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
             inputs = default_grid(ds.X) if ds.input_dim == 1 else ds.X_test
             fitted_noise = ({n: o.final.noise_variance for n, o in self.fits.items()}
                             if self.fits and self.mode == "fitted" else None)
-            self.comparison = compare(ds, psets, inputs, n_samples=3 if self.settings.show_samples else 0,
-                                      fitted_noise=fitted_noise)
+            with _blas_threads(ds):
+                self.comparison = compare(ds, psets, inputs, n_samples=3 if self.settings.show_samples else 0,
+                                          fitted_noise=fitted_noise)
             self._attach_tightened(fitted_noise)
         except ValueError as err:
             self.error = str(err)
@@ -275,7 +252,10 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
             self.one_dimensional = ds.input_dim == 1
         texts = (bounds_html(c), noise_html(c, self.fits if self.mode == "fitted" else None),
                  badges_html(c.badges, self._problems()))
-        _after_this_tick(lambda: self._show_readouts(*texts))
+        # Text readouts change their Div's height, so BokehJS re-lays out the page when one arrives;
+        # sent after the plot data, they no longer hold back the updated plot (measured: slider
+        # release to new VFE mean 146-173 ms with the texts first, 112-115 ms before they were Divs)
+        next_tick(lambda: self._show_readouts(*texts))
 
     def _show_readouts(self, bounds, noise, badge_list):
         self.bounds_readout.object = bounds
@@ -292,10 +272,12 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
         if self.dataset.input_dim != 1:
             (self.split.clear if tab == "split" else self.add_one.update)(
                 "g/h split: 1-D inputs only" if tab == "split" else {})
-        elif tab == "split":
-            self._update_split(self.parameter_sets())
-        else:
-            self._update_add_one(self.parameter_sets())
+            return
+        with _blas_threads(self.dataset):
+            if tab == "split":
+                self._update_split(self.parameter_sets())
+            else:
+                self._update_add_one(self.parameter_sets())
 
     def _update_split(self, psets):
         name = self.settings.split_of
@@ -360,7 +342,8 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
             out = {}
             for k, (key, p) in enumerate(todo.items()):
                 job.report(k / len(todo), f"tightening bound {k + 1} of {len(todo)}")
-                out[key] = build_model(ds, "vfe", p).tightened_upper_bound(TIGHTEN_ITERATIONS)[0]
+                with _blas_threads(ds):
+                    out[key] = build_model(ds, "vfe", p).tightened_upper_bound(TIGHTEN_ITERATIONS)[0]
             return out
 
         self._start_job("tighten", tighten)
@@ -407,20 +390,3 @@ class SparseRegressionLab(JobControls, pn.viewable.Viewer):
             return
         self.mode = "fitted"
         self.refresh()
-
-    # helpers ---------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _silenced(self):
-        """Programmatic updates inside this block do not re-trigger the change handlers."""
-        before, self._quiet = self._quiet, True
-        try:
-            yield
-        finally:
-            self._quiet = before
-
-    def _state_json(self):
-        fitted = {n: o.final for n, o in self.fits.items()} if self.fits else None
-        return io.StringIO(cfg.to_json(self.settings, self.Z, fitted))
-
-    def __panel__(self):
-        return lab_layout(self)

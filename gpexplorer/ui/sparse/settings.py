@@ -8,21 +8,21 @@ inducing inputs lives here too, as plain functions the tests call without a brow
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import param
 
 from gpexplorer import datasets, kernels
-from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS, ParameterSet
 from gpexplorer.inducing.placement import initial_inducing_inputs
+from gpexplorer.sparse import objectives
+from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS, ParameterSet
 from gpexplorer.ui.uploads import read_upload
+from gpexplorer.ui.widgets import kernel_choices
 
 DATASETS = {"Snelson (200)": "snelson", "Snelson-100": "snelson100", "mcycle": "mcycle",
             "1-D synthetic": "synthetic1d", "4-D problem (thesis 3.2.4)": "thesis4d",
             "Uploaded CSV": "upload"}
-KERNELS = {"Squared exponential": "se", "Matern 1/2": "matern12", "Matern 3/2": "matern32",
-           "Matern 5/2": "matern52", "Rational quadratic": "rq", "Periodic": "periodic"}
+#: every registered kernel with a variance and a lengthscale, which the sliders set
+KERNELS = kernel_choices([name for name, kernel in kernels.KERNELS.items() if "lengthscale" in kernel().params])
 MAX_UPLOAD_ROWS = 20_000
 MAX_EXACT_N = 3000  # the exact GP is O(N^3); larger uploads are refused with a message
 
@@ -66,7 +66,7 @@ class LabSettings(param.Parameterized):
     sweep_max_M = param.Integer(default=30, bounds=(2, 200), softbounds=(2, 60), doc="Largest M of the sweep")
     inducing_inputs = param.List(default=[], item_type=float, precedence=-1,
                                  doc="Inducing inputs set by dragging (1-D); empty = initialise")
-    split_of = param.Selector(default="vfe", objects=["vfe", "fitc", "dtc", "sor"],
+    split_of = param.Selector(default="vfe", objects=list(reversed(objectives.APPROXIMATIONS)),
                               doc="Approximation whose g/h split is drawn")
 
     @param.depends("kernel", watch=True, on_init=True)
@@ -150,18 +150,20 @@ def fixed_names(s: LabSettings):
     if not s.optimise_noise:
         out.append("noise_variance")
     if not s.optimise_Z:
-        out.append("Z")
+        out.append("inducing")  # every parameter of the inducing feature
     return tuple(out)
 
 
-def to_json(s: LabSettings, Z=None, fitted=None) -> str:
-    """The state as JSON: settings, the current inducing inputs and any fitted parameters."""
-    state = {"settings": json.loads(s.param.serialize_parameters(subset=url_parameters()))}
+def state_extras(Z=None, fitted=None) -> dict:
+    """What the JSON export holds besides the settings: the current inducing inputs and any
+    fitted parameters."""
+    state = {}
     if Z is not None:
         state["Z"] = np.asarray(Z).tolist()
     if fitted:
         state["fitted"] = {name: {**{k: np.asarray(v).tolist() for k, v in p.kernel.params.items()},
                                   "noise_variance": p.noise_variance,
-                                  **({"Z": p.Z.tolist()} if p.Z is not None else {})}
+                                  **({} if p.inducing is None else
+                                     {k: v.tolist() for k, v in p.inducing.params.items()})}
                            for name, p in fitted.items()}
-    return json.dumps(state, indent=1)
+    return state

@@ -1,7 +1,8 @@
-"""HTML readouts of the sparse-regression lab: bound values, noise estimates, badges, job status.
+"""HTML readouts of the sparse-regression lab: bound values, noise estimates, badges.
 
-Each readout carries a stable element id (``bound-readout``, ``noise-readout``, ``badges``,
-``job-status``) that the browser tests and the explanations refer to.
+Each readout carries a stable element id (``bound-readout``, ``noise-readout``, ``badges``) that
+the browser tests and the explanations refer to; the job status and the upload verdict are the
+labs' shared ones (:mod:`gpexplorer.ui.markup`).
 """
 
 from __future__ import annotations
@@ -11,14 +12,11 @@ import html
 import numpy as np
 
 from gpexplorer.sparse.comparison import LABELS
+from gpexplorer.ui.markup import STYLE
 
 BADGE_TITLES = {"noise-collapse": "Noise collapse", "clumping": "Clumped inducing inputs",
                 "above-upper-bound": "Above the upper bound", "jitter": "Jitter escalated",
                 "failure": "Numerical failure"}
-STYLE = ("<style>.gpx-table td,.gpx-table th{padding:1px 8px;text-align:right}"
-         ".gpx-badge{border-radius:6px;padding:4px 8px;margin:3px 0;background:#fff3cd;"
-         "border:1px solid #e0b000}.gpx-badge.failure,.gpx-error{background:#f8d7da;"
-         "border:1px solid #d9534f;border-radius:6px;padding:4px 8px}</style>")
 
 
 def _num(v, fmt="{:.3f}"):
@@ -66,15 +64,3 @@ def badges_html(badges, error=None):
                      f"{html.escape(b.message)}</div>")
     body = "".join(items) or "<small>No pathologies detected.</small>"
     return STYLE + f'<div id="badges">{body}</div>'
-
-
-def status_html(state, message):
-    return f'<div id="job-status" data-state="{state}">{html.escape(message)}</div>'
-
-
-def upload_html(error=None, dataset=None):
-    """The CSV upload's verdict: ``#upload-error`` with the reason, or ``#upload-ok``."""
-    if error is not None:
-        return f'{STYLE}<div id="upload-error" class="gpx-error">Upload rejected: {html.escape(str(error))}</div>'
-    return (f'<div id="upload-ok">Loaded {dataset.n} rows, {dataset.input_dim} input column(s) '
-            f"from {html.escape(dataset.name)}.</div>")

@@ -4,28 +4,12 @@ from __future__ import annotations
 
 import panel as pn
 
+from gpexplorer.ui.markup import card_header
 from gpexplorer.ui.sparse import settings as cfg
-from gpexplorer.ui.markup import TextBlock, card_header
 from gpexplorer.ui.sparse.texts import EXPLAIN, TABS
+from gpexplorer.ui.widgets import PromptFloatSlider, note, with_note
 
 NOTE_WIDTH = 260
-PROMPT_MS = 5  # Panel batches widget events for 50 ms; a third of the 150 ms budget for a re-evaluation
-
-
-class PromptFloatSlider(pn.widgets.FloatSlider):
-    """A FloatSlider whose changes reach Python without Panel's 50 ms batching window.
-
-    Plain sliders, not EditableFloatSlider: each editable slider's JS link forced a full
-    document recompute while the page was built (0.18 s each, measured)."""
-
-    _debounce = PROMPT_MS
-
-
-class PromptButton(pn.widgets.Button):
-    """A Button whose clicks reach Python without Panel's 50 ms batching window."""
-
-    _debounce = PROMPT_MS
-
 
 WIDGETS = {
     "approximations": pn.widgets.CheckButtonGroup, "band": pn.widgets.RadioButtonGroup,
@@ -38,11 +22,11 @@ WIDGETS = {
 
 
 def _note(key):
-    return TextBlock(EXPLAIN[key], width=NOTE_WIDTH, styles={"font-size": "0.85em"})
+    return note(EXPLAIN[key], NOTE_WIDTH)
 
 
-def _view(fig, key, **kw):
-    return pn.Row(pn.pane.Bokeh(fig, sizing_mode="stretch_width"), _note(key), sizing_mode="stretch_width", **kw)
+def _view(fig, key):
+    return with_note(fig, EXPLAIN[key], NOTE_WIDTH)
 
 
 def controls(lab):
@@ -126,7 +110,3 @@ def _progressive(first, rest):
         column.extend(rest)
     return column
 
-
-def lab_layout(lab):
-    """Controls left, views right: what Jupyter shows for ``SparseRegressionLab()``."""
-    return pn.Row(pn.Column(controls(lab), width=330), views(lab), sizing_mode="stretch_width")

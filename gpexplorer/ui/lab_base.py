@@ -1,0 +1,163 @@
+"""What every lab page does the same way: URL sync, state JSON, silenced updates, the next
+tick, CSV uploads, the job widgets, and the served page around the lab.
+
+A lab subclasses :class:`LabBase` with its own Param settings (one object per session, the
+single source of truth: widgets are generated from it, the URL mirrors it, the JSON export
+serialises it) and fills in a few hooks: which settings the URL carries, how changed settings
+are applied, how an upload is parsed, what else the JSON holds, and its controls and views.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import panel as pn
+
+from gpexplorer.ui.jobs import JobControls, JobPoller
+from gpexplorer.ui.markup import LightBootstrapTemplate, TextBlock, status_html, upload_html
+
+__all__ = ["LabBase", "next_tick", "lab_page", "SIDEBAR_WIDTH"]
+
+SIDEBAR_WIDTH = 340  # pixels of the served page's sidebar; the Jupyter layout gives controls 330
+
+
+def next_tick(callback):
+    """Run ``callback`` on the session's next tick, holding the Bokeh document lock; at once
+    outside a server (tests, Jupyter).
+
+    Panel runs some widget events (a TextInput's Enter) as coroutines without the document lock,
+    where rewriting a ColumnDataSource raises; a next-tick callback always holds it. It also lets
+    a change already made reach the browser before what the callback sends."""
+    pn.state.execute(callback, schedule=True)
+
+
+def lab_page(lab, title):
+    """The served page: ``lab``'s controls in the sidebar, its views in the main area. Build it
+    inside ``pn.io.hold(freeze=True)`` (one model-graph recompute for the whole page) and call
+    ``.servable(...)`` on it, as the files in ``apps/`` do."""
+    return LightBootstrapTemplate(title=title, sidebar=[lab.controls()], main=[lab.views()],
+                                  sidebar_width=SIDEBAR_WIDTH)
+
+
+class LabBase(JobControls, pn.viewable.Viewer):
+    """A lab page over a Param settings object; see the module docstring.
+
+    Subclasses set ``state_filename`` and ``upload_label``, call :meth:`_build_shared_widgets`,
+    then :meth:`_connect_settings` once their views exist, and define:
+
+    * ``_settings_names()``: settings in the URL, the JSON export and the change handler;
+    * ``_settings_changed(names)``: apply a set of changed setting names (``dataset`` when a new
+      CSV arrives while the upload is already the data set);
+    * ``_parse_upload(contents, filename)``: a Dataset, or ValueError saying what is wrong;
+    * ``_state_extras()``: what the JSON holds besides the settings;
+    * ``_show_problems()``: redraw the badges after ``url_warning`` changed;
+    * ``controls()`` and ``views()``; plus JobControls' ``_job_buttons`` and ``_job_finished``.
+    """
+
+    state_filename = "gpexplorer-state.json"
+    upload_label = "CSV upload (max 2 MB)"
+
+    def __init__(self, settings, **params):
+        self.settings = settings
+        super().__init__(**params)
+        self.uploaded, self.url_warning = None, None
+        self.jobs, self._quiet, self._pending = JobPoller(), False, set()
+
+    # construction ----------------------------------------------------------------------
+    def _build_shared_widgets(self):
+        """Job status, progress bar, Cancel, the CSV upload with its message, the JSON download."""
+        self.status = TextBlock(status_html("idle", ""))
+        self.progress = pn.indicators.Progress(value=0, max=100, visible=False, sizing_mode="stretch_width")
+        self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", disabled=True)
+        self.cancel_button.on_click(lambda _: self.cancel_job())
+        self.upload = pn.widgets.FileInput(accept=".csv,text/csv", label=self.upload_label)
+        self.upload.param.watch(self._on_upload, "value")
+        self.upload_message = TextBlock()
+        self.upload_message.visible = False
+        self.download = pn.widgets.FileDownload(callback=self._state_json, filename=self.state_filename,
+                                                label="Download state (JSON)", color="light")
+
+    def _url_names(self):
+        """Settings mirrored in the URL (and watched); by default those of the JSON export."""
+        return self._settings_names()
+
+    def _connect_settings(self, first_load, defer=False):
+        """Read the URL into the settings, run ``first_load`` (on the next tick with ``defer``),
+        then follow every later change of the settings."""
+        self._sync_url()
+        if defer:
+            next_tick(first_load)
+        else:
+            first_load()
+        self.settings.param.watch(self._on_settings, self._url_names())
+
+    def _sync_url(self):
+        location = pn.state.location
+        if location is not None and pn.state.curdoc is not None:
+            location.sync(self.settings, {p: p for p in self._url_names()}, on_error=self._bad_url)
+
+    def _bad_url(self, mapped):
+        """Called by ``pn.state.location`` with the query values it rejected."""
+        self.url_warning = (f"ignored invalid URL values {mapped}: each must be within its control's "
+                            "range and type")
+        self._show_problems()
+
+    # settings ---------------------------------------------------------------------------
+    def _on_settings(self, *events):
+        if not self._quiet:
+            self._settings_changed({e.name for e in events})
+
+    def _apply_on_next_tick(self, names):
+        """Collect changed setting names; the first of a batch schedules :meth:`_apply_pending`."""
+        first = not self._pending
+        self._pending |= set(names)
+        if first:
+            next_tick(self._apply_pending)
+
+    def _apply_pending(self):
+        names, self._pending = self._pending, set()
+        self._apply_settings(names)
+
+    def _apply_settings(self, names):
+        """Apply changed setting names collected by :meth:`_apply_on_next_tick`."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _silenced(self):
+        """Programmatic updates inside this block do not re-trigger the change handlers."""
+        before, self._quiet = self._quiet, True
+        try:
+            yield
+        finally:
+            self._quiet = before
+
+    # uploads ----------------------------------------------------------------------------
+    def _on_upload(self, event):
+        try:
+            self.uploaded = self._parse_upload(event.new, self.upload.filename or "upload.csv")
+        except ValueError as err:
+            self._show(self.upload_message, upload_html(error=err))
+            return
+        self._show(self.upload_message, upload_html(dataset=self.uploaded))
+        if self.settings.dataset == "upload":
+            self._settings_changed({"dataset"})
+        else:
+            self.settings.dataset = "upload"  # -> _on_settings
+
+    # export and helpers -----------------------------------------------------------------
+    def _state_json(self):
+        """The state as JSON (the download's content): every setting, then the lab's extras."""
+        state = {"settings": json.loads(self.settings.param.serialize_parameters(subset=self._settings_names()))}
+        state.update(self._state_extras())
+        return io.StringIO(json.dumps(state, indent=1))
+
+    @staticmethod
+    def _show(block, html):
+        """A message block takes no space while it is empty."""
+        block.object, block.visible = html, bool(html)
+
+    def __panel__(self):
+        """Controls left, views right: what Jupyter shows for a lab."""
+        return pn.Row(pn.Column(self.controls(), width=330), self.views(), sizing_mode="stretch_width")

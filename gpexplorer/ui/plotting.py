@@ -1,0 +1,56 @@
+"""Bokeh helpers every lab's figures share: the figure frame, a legend beside the plot, legend
+items, dotted markers, and :func:`assign`, which rewrites a ColumnDataSource only when needed.
+
+Live pages update named ColumnDataSources in place (no re-rendered elements): zoom and tool
+state stay as the user left them, and only arrays travel over the websocket.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from bokeh.models import Legend, LegendItem, Span
+from bokeh.plotting import figure as bokeh_figure
+
+__all__ = ["TOOLS", "lab_figure", "outside_legend", "legend_item", "vertical_marker", "assign"]
+
+TOOLS = "pan,wheel_zoom,box_zoom,reset,save"  # save = PNG export of the figure
+
+
+def lab_figure(name, title, height, **kw):
+    """A full-width figure with the labs' tools above it and no Bokeh logo; ``name`` is the
+    handle the browser tests find it by."""
+    fig = bokeh_figure(name=name, title=title, height=height, sizing_mode="stretch_width", tools=TOOLS,
+                       toolbar_location="above", **kw)
+    fig.toolbar.logo = None
+    return fig
+
+
+def outside_legend(fig):
+    """An empty legend right of the plot (never over the lines); a click hides an entry."""
+    legend = Legend(click_policy="hide", location="top_left", label_text_font_size="9pt")
+    fig.add_layout(legend, "right")
+    return legend
+
+
+def legend_item(label, renderers, **kw):
+    """One legend entry for ``renderers``."""
+    return LegendItem(label=label, renderers=renderers, **kw)
+
+
+def vertical_marker(fig, color="#555555"):
+    """A dotted vertical line; move it by setting its ``location``."""
+    span = Span(location=0.0, dimension="height", line_color=color, line_dash="dotted", line_width=2)
+    fig.add_layout(span)
+    return span
+
+
+def assign(source, data, unless_equal=False):
+    """Replace a source's data, skipping the websocket message when nothing would change:
+    empty stays empty, and with ``unless_equal`` identical arrays are not re-sent."""
+    old = source.data
+    if set(old) == set(data):
+        if all(len(v) == 0 for v in data.values()) and all(len(v) == 0 for v in old.values()):
+            return
+        if unless_equal and all(np.array_equal(np.asarray(old[k]), np.asarray(v)) for k, v in data.items()):
+            return
+    source.data = data
