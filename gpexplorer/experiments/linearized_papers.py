@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpexplorer.linearized.methods import METHODS as LINEARIZED_METHODS
 from gpexplorer import kernels, metrics
 from gpexplorer.linalg import JitterWarning, jittered_cholesky
 from gpexplorer.linearized.gp import PAPER_BOUNDS  # re-exported: EGP paper section 4.1's box
@@ -45,9 +46,9 @@ __all__ = ["TABLE1_FORWARDS", "METHODS", "PAPER_BOUNDS", "USPS_BOUNDS", "ToyData
 
 #: forward models of EGP paper Table 1, plus the non-differentiable one of its Figure 1
 TABLE1_FORWARDS = ("identity", "poly3", "exp", "sin", "tanh2", "sign_cubic")
-#: method -> (model family, linearisation)
-METHODS = {"EGP": ("gp", "taylor"), "UGP": ("gp", "unscented"),
-           "EKS": ("rks", "taylor"), "UKS": ("rks", "unscented")}
+#: the method table keyed by the papers' names ("EGP", ...): a view of the one in
+#: :mod:`gpexplorer.linearized.methods` (family "gp" or "ks", linearisation)
+METHODS = {spec.label: spec for spec in LINEARIZED_METHODS.values()}
 #: EGP paper section 4.2 / original uspsbclass.py: sigma_se and l_se bounded at 0.1, noise std at 1e-7
 #: (applied with ``model.set_bounds(**USPS_BOUNDS)``; the toy problems' box is PAPER_BOUNDS, section 4.1)
 USPS_BOUNDS = {"variance": (0.01, 1e8), "lengthscale": (0.1, 1e4), "noise_variance": (1e-14, 1e2)}
@@ -151,7 +152,7 @@ def make_model(method, X, y, forward, *, n_features=200, kernel="matern52", seed
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}; got {method!r}")
-    family, linearization = METHODS[method]
+    family, linearization = METHODS[method].family, METHODS[method].linearization
     variance = options.pop("variance", 1.0)
     lengthscale = options.pop("lengthscale", 1.0)
     noise_variance = options.pop("noise_variance", 1.0)
@@ -176,7 +177,7 @@ def fit_model(model, method, bounds=PAPER_BOUNDS, fixed=(), gp_search=None):
     :data:`gpexplorer.linearized.gp.FIT_METHODS`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JitterWarning)
-        if METHODS[method][0] == "gp":
+        if METHODS[method].family == "gp":
             search = {} if gp_search is None else {"method": gp_search}
             return model.set_bounds(**bounds).fit(fixed=fixed, **search)
         return model.fit(fixed=fixed)
@@ -186,7 +187,7 @@ def predict_moments(model, method, Xs, seed=0):
     """(mean f*, var f*, mean y*) as 1-D arrays; y* by quadrature (GP, EGP paper eq. 39) or Monte
     Carlo (kitchen sinks, EKS eq. 37)."""
     mf, vf = model.predict_f(Xs)
-    if METHODS[method][0] == "gp":
+    if METHODS[method].family == "gp":
         my, _ = model.predict_y(Xs, method="quadrature")
     else:
         my, _ = model.predict_y(Xs, method="monte_carlo", n_samples=4000, seed=seed)
@@ -205,7 +206,7 @@ def toy_fold(method, data: ToyData, train, test, n_features=200, seed=0, feature
     explains).
     """
     t0 = time.perf_counter()
-    kernel = "matern52" if METHODS[method][0] == "gp" else (feature_kernel or data.latent_kernel)
+    kernel = "matern52" if METHODS[method].family == "gp" else (feature_kernel or data.latent_kernel)
     model = make_model(method, data.x[train], data.y[train], data.forward, n_features=n_features,
                        kernel=kernel, seed=seed)
     fit_model(model, method)
@@ -221,7 +222,7 @@ def _refusal(method, forward):
     """Taylor linearisation must refuse a non-differentiable g; return its message (or '')."""
     from gpexplorer.likelihoods.forward_models import get_forward_model
 
-    if METHODS[method][1] != "taylor" or get_forward_model(forward).differentiable:
+    if METHODS[method].linearization != "taylor" or get_forward_model(forward).differentiable:
         return ""
     try:
         make_model(method, np.zeros((2, 1)), np.array([0.0, 1.0]), forward)
@@ -257,7 +258,7 @@ def run_toy(methods=("EGP", "UGP", "EKS", "UKS"), forwards=TABLE1_FORWARDS, n_fo
         data = {s: toy_inversion_data(forward, seed=s, latent_kernel=latent_kernel) for s in draws}
         folds = {s: cv_folds(seed=s)[:int(n_folds)] for s in draws}
         for method in methods:
-            counts = (None,) if METHODS[method][0] == "gp" else tuple(feature_counts)
+            counts = (None,) if METHODS[method].family == "gp" else tuple(feature_counts)
             for D in counts:
                 row = ResultRow("toy", method, data[seed].forward, D,
                                 extra={"latent_kernel": latent_kernel, "draws": draws,
@@ -305,7 +306,7 @@ def run_usps(methods=("EGP", "UGP", "EKS", "UKS"), feature_counts=(100, 200, 400
     ds = datasets.load("usps_3vs5")
     rows = []
     for method in methods:
-        family = METHODS[method][0]
+        family = METHODS[method].family
         counts = (None,) if family == "gp" else tuple(feature_counts)
         paper_method = method if family == "gp" else {"EKS": "EGP", "UKS": "UGP"}[method]
         log_amp, log_len = USPS_PAPER_HYPERPARAMETERS[paper_method]
@@ -376,7 +377,7 @@ def run_seismic(methods=("EKS", "UKS"), n_surveys=3, n_features=1000, seed=0, le
 
     rows = []
     for method in methods:
-        if METHODS[method][0] != "rks":
+        if METHODS[method].family != "ks":
             raise ValueError(f"the seismic inversion is multi-task: use EKS or UKS, not {method}")
         values, seconds = {}, []
         for k in range(int(n_surveys)):

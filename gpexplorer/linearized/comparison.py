@@ -26,6 +26,7 @@ import numpy as np
 
 from gpexplorer import kernels, metrics
 from gpexplorer._threads import threads_for
+from gpexplorer.linearized.methods import METHODS, Method
 from gpexplorer.linearized import linearization
 from gpexplorer.linearized.free_energy_profile import free_energy_profile, log_grid
 from gpexplorer.linearized.gauss_newton import NumericalFailure
@@ -38,19 +39,6 @@ __all__ = ["Method", "METHODS", "SEARCH_LABELS", "HYPERPARAMETERS", "PROFILE_FAC
            "learn_hyperparameters", "profile_methods"]
 
 
-@dataclass(frozen=True)
-class Method:
-    """One row of the method table: display label, model family ("gp": LinearizedGP, "ks":
-    LinearizedKitchenSinks) and linearisation ("taylor" or "unscented")."""
-
-    label: str
-    family: str
-    linearization: str
-
-
-#: the four methods, in display order
-METHODS = {"egp": Method("EGP", "gp", "taylor"), "ugp": Method("UGP", "gp", "unscented"),
-           "eks": Method("EKS", "ks", "taylor"), "uks": Method("UKS", "ks", "unscented")}
 #: fit method -> its name in the page: the GP family's choice, and the kitchen sinks' own COBYQA
 SEARCH_LABELS = {"fisher": "Fisher scoring", "cobyla": "COBYLA", "cobyqa": "COBYQA"}
 KITCHEN_SINKS_SEARCH = "cobyqa"

@@ -44,6 +44,7 @@ from gpexplorer.linearized.gauss_newton import (IterationRecord, NumericalFailur
 from gpexplorer.linalg import CholeskyError, jittered_cholesky
 from gpexplorer._checks import prediction_inputs, validate_data as _validate_data
 from gpexplorer.parameters import NOISE, KernelAndNoise
+from gpexplorer.linearized.linearization import LINEARIZATION_ALIASES, sigma_point_weights
 from gpexplorer.linearized.fixed_point import posterior_fixed_point
 from gpexplorer.linearized.fitting import bounds_for_fit, check_count, evaluation_budget, fit_free_energy
 from gpexplorer import _threads
@@ -52,8 +53,8 @@ __all__ = ["LinearizedGP", "IterationRecord", "StepSearchResult", "step_length_s
            "NumericalFailure", "LINEARIZATIONS", "FIT_METHODS", "INNER_LOOPS", "PAPER_BOUNDS"]
 
 #: accepted spellings of the two linearisations
-LINEARIZATIONS = {"taylor": "taylor", "egp": "taylor", "extended": "taylor",
-                  "unscented": "unscented", "ugp": "unscented", "statistical": "unscented"}
+#: the linearisation names this model accepts: the shared aliases without the kitchen sinks' own
+LINEARIZATIONS = {k: v for k, v in LINEARIZATION_ALIASES.items() if k not in ("eks", "uks")}
 #: hyperparameter searches accepted by :meth:`LinearizedGP.fit`: Fisher scoring
 #: (:mod:`gpexplorer.linearized.learning`) and scipy's derivative-free minimisers
 FIT_METHODS = ("fisher", "cobyla", "nelder-mead", "powell")
@@ -119,7 +120,6 @@ class LinearizedGP(KernelAndNoise):
                  noise_variance=1.0, kappa=0.5, max_iter=100, tol=1e-6, max_step_cuts=24,
                  step_shrink=0.75, jitter=0.0, inner_loop="map-search"):
         from gpexplorer.likelihoods.forward_models import get_forward_model, not_differentiable_message
-        from gpexplorer.linearized.linearization import sigma_point_weights
 
         self.X, self.y = _validate_data(X, y)
         if kernel is None:
@@ -357,8 +357,7 @@ class LinearizedGP(KernelAndNoise):
             weights = weights / weights.sum()
             F = mean_f[:, None] + np.sqrt(var_f)[:, None] * nodes
         elif method == "unscented":
-            from gpexplorer.linearized.linearization import sigma_point_weights
-
+    
             weights = sigma_point_weights(1, self.kappa)
             spread = np.sqrt((1.0 + self.kappa) * var_f)
             F = np.stack([mean_f, mean_f + spread, mean_f - spread], axis=1)

@@ -68,6 +68,7 @@ import numpy as np
 
 from gpexplorer import kernels as _kernels
 from gpexplorer.linearized import linearization
+from gpexplorer.linearized.linearization import LINEARIZATION_ALIASES
 from gpexplorer.likelihoods.forward_models import get_forward_model
 from gpexplorer.linearized.gauss_newton import IterationRecord, step_length_search
 from gpexplorer.linearized.kitchen_sinks_algebra import coupled_latent_variances, monte_carlo_moments, newton_system
@@ -82,8 +83,8 @@ from gpexplorer.random_features.fourier import RandomFourierFeatures
 __all__ = ["LinearizedKitchenSinks", "PARAMETER_NAMES"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
-_LINEARIZATIONS = {"taylor": "taylor", "eks": "taylor", "extended": "taylor",
-                   "unscented": "unscented", "uks": "unscented"}
+#: the linearisation names this model accepts: the shared aliases without the GP's own
+LINEARIZATIONS = {k: v for k, v in LINEARIZATION_ALIASES.items() if k not in ("egp", "ugp")}
 
 class LinearizedKitchenSinks(KitchenSinksParameters):
     """EKS (``linearization="taylor"``) and UKS (``"unscented"``); see the module docstring.
@@ -123,7 +124,7 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
         self.forward = get_forward_model(forward, **forward_options)
         self.n_latent, self.n_outputs = int(self.forward.n_latent), int(self.forward.n_outputs)
         self.X, self.Y = training_data(X, Y, self.n_outputs)
-        method = _LINEARIZATIONS.get(str(linearization).lower()) if isinstance(linearization, str) else None
+        method = LINEARIZATIONS.get(str(linearization).lower()) if isinstance(linearization, str) else None
         if method is None:
             raise ValueError(f"linearization must be 'taylor' (EKS) or 'unscented' (UKS); got {linearization!r}")
         if method == "taylor" and not self.forward.differentiable:
