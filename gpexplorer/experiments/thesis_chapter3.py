@@ -56,7 +56,7 @@ def fitc_vfe_snelson(M=15, seeds=(0, 1, 2), fitc_iters=1000, vfe_iters=1000, dat
                 "upper_bound": m.upper_bound(),
                 "clumped_pairs": diagnostics.clumped_pairs(m.Z, ls),
                 "min_distance_lengthscales": diagnostics.min_scaled_distance(m.Z, ls),
-                "jitter_used": m.jitter_used, "Z": m.Z.ravel().tolist(),
+                "jitter_used": m.jitter_used, "inducing_inputs": m.Z.ravel().tolist(),
             })
     return out
 
