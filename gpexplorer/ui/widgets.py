@@ -6,7 +6,7 @@ from __future__ import annotations
 import panel as pn
 
 from gpexplorer import kernels
-from gpexplorer.ui.markup import TextBlock
+from gpexplorer.ui.markup import TextBlock, card_header
 
 __all__ = ["PROMPT_MS", "PromptFloatSlider", "PromptButton", "KERNEL_LABELS", "kernel_choices", "note",
            "with_note"]
@@ -51,3 +51,14 @@ def with_note(item, html, width):
     if not isinstance(item, pn.viewable.Viewable):
         item = pn.pane.Bokeh(item, sizing_mode="stretch_width")
     return pn.Row(item, note(html, width), sizing_mode="stretch_width")
+
+
+def control_cards(settings, groups, widgets, extras=None):
+    """One card per group of settings (title -> parameter names), its widgets generated from the
+    Param object with the ``widgets`` overrides, followed by ``extras[title]`` (uploads, ...)."""
+    extras = extras or {}
+    cards = []
+    for title, names in groups.items():
+        panel = pn.Param(settings, parameters=names, widgets=widgets, show_name=False, sizing_mode="stretch_width")
+        cards.append(pn.Card(panel, *extras.get(title, ()), header=card_header(title), sizing_mode="stretch_width"))
+    return cards

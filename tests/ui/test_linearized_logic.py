@@ -7,7 +7,6 @@ regression); the predicted y of eq. 39 matches the closed-form moments of sin(f)
 """
 
 import json
-import math
 
 import numpy as np
 import panel as pn
@@ -175,32 +174,23 @@ def test_numerical_failure_is_shown_in_the_page_not_raised(lab):
 
 # --- the close-up ---------------------------------------------------------------------------------
 
-def test_closeup_lines_are_the_linearisations_of_eq_36_and_37(lab):
+def test_closeup_shows_the_back_ends_linearisations_at_x0(lab):
+    """The page draws what :func:`comparison.closeup` computes (whose eq. 36/37 maths is checked
+    in tests/test_linearized_comparison.py) at the chosen training input."""
     s, data = lab.settings, lab.data
     x0 = float(data.X[57, 0])  # a training input: the close-up shows that point's a_n, b_n
     s.x0 = x0
-    g = lab.forward
     for m in ("egp", "ugp"):
         model = lab.results[m].model
-        m0, v0 = model.posterior_mean[57], model.posterior_var[57]
         c = lab.closeups()[m]
-        assert c.m0 == pytest.approx(m0, abs=1e-8) and c.v0 == pytest.approx(v0, rel=1e-6, abs=1e-10)
-        if m == "egp":  # eq. 36: tangent at m0, slope by central differences
-            h = 1e-5
-            slope = (g.value(np.array([[m0 + h]])) - g.value(np.array([[m0 - h]])))[0, 0] / (2 * h)
-            intercept = g.value(np.array([[m0]]))[0, 0] - slope * m0
-        else:  # eq. 37 literally: a = Gamma_my / C, b = y-bar - a m over the sigma points (eq. 21-26)
-            spread = math.sqrt((1 + s.kappa) * v0)
-            M = np.array([m0, m0 + spread, m0 - spread])
-            w = np.array([s.kappa, 0.5, 0.5]) / (1 + s.kappa)
-            Y = g.value(M[:, None])[:, 0]
-            y_bar = w @ Y
-            slope = (w * (M - m0)) @ (Y - y_bar) / v0
-            intercept = y_bar - slope * m0
-            np.testing.assert_allclose(lab.closeup.points[m].data["f"], M, atol=1e-10)
-        assert c.slope == pytest.approx(slope, rel=1e-6) and c.intercept == pytest.approx(intercept, abs=1e-6)
+        expected = comparison.closeup(lab.results[m], lab.forward, x0, s.kappa)
+        assert c.m0 == pytest.approx(model.posterior_mean[57], abs=1e-8)
+        assert c.v0 == pytest.approx(model.posterior_var[57], rel=1e-6, abs=1e-10)
+        assert (c.slope, c.intercept) == (expected.slope, expected.intercept)
+        if m == "ugp":
+            np.testing.assert_allclose(lab.closeup.points[m].data["f"], expected.points, atol=1e-12)
         line = lab.closeup.lines[m].data
-        np.testing.assert_allclose(line["y"], slope * np.asarray(line["f"]) + intercept, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(line["y"], c.slope * np.asarray(line["f"]) + c.intercept, rtol=1e-6, atol=1e-6)
 
 
 def test_moving_x0_or_tapping_moves_only_the_closeup(lab):

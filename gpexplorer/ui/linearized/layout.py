@@ -6,8 +6,7 @@ import panel as pn
 
 from gpexplorer.ui.linearized import settings as cfg
 from gpexplorer.ui.linearized.texts import EXPLAIN
-from gpexplorer.ui.markup import card_header
-from gpexplorer.ui.widgets import PromptFloatSlider, with_note
+from gpexplorer.ui.widgets import PromptFloatSlider, control_cards, with_note
 
 NOTE_WIDTH = 250
 WIDGETS = {
@@ -26,12 +25,9 @@ def _view(item, key):
 
 def controls(lab):
     """Widgets generated from the settings, grouped, plus the action buttons."""
-    groups = []
-    for title, names in cfg.control_groups().items():
-        widgets = pn.Param(lab.settings, parameters=names, widgets=WIDGETS, show_name=False,
-                           sizing_mode="stretch_width")
-        extra = [lab.expression_message, lab.upload, lab.upload_message] if title.startswith("Data") else []
-        groups.append(pn.Card(widgets, *extra, header=card_header(title), sizing_mode="stretch_width"))
+    titles = cfg.control_groups()
+    data_card = {t: [lab.expression_message, lab.upload, lab.upload_message] for t in titles if t.startswith("Data")}
+    groups = control_cards(lab.settings, titles, WIDGETS, data_card)
     actions = pn.Column(pn.Row(lab.learn_button, lab.cancel_button), pn.Row(lab.show_learnt_button, lab.profile_button),
                         lab.progress, lab.status, lab.download, sizing_mode="stretch_width")
     return pn.Column(actions, *groups, sizing_mode="stretch_width")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import panel as pn
 
-from gpexplorer.ui.markup import card_header
 from gpexplorer.ui.sparse import settings as cfg
 from gpexplorer.ui.sparse.texts import EXPLAIN, TABS
-from gpexplorer.ui.widgets import PromptFloatSlider, note, with_note
+from gpexplorer.ui.widgets import PromptFloatSlider, control_cards, note, with_note
 
 NOTE_WIDTH = 260
 
@@ -31,13 +30,8 @@ def _view(fig, key):
 
 def controls(lab):
     """Widgets generated from LabSettings, grouped, plus the action buttons."""
-    groups = []
-    for title, names in cfg.control_groups().items():
-        widget_panel = pn.Param(lab.settings, parameters=names, widgets=WIDGETS, show_name=False,
-                                sizing_mode="stretch_width")
-        extra = [lab.upload, lab.upload_message] if title == "Data" else []
-        extra += [lab.reset_button] if title == "Inducing inputs" else []
-        groups.append(pn.Card(widget_panel, *extra, header=card_header(title), sizing_mode="stretch_width"))
+    groups = control_cards(lab.settings, cfg.control_groups(), WIDGETS,
+                           {"Data": [lab.upload, lab.upload_message], "Inducing inputs": [lab.reset_button]})
     actions = pn.Column(pn.Row(lab.fit_button, lab.cancel_button), pn.Row(lab.sweep_button, lab.tighten_button),
                         lab.progress,
                         lab.status, lab.replay_slider, lab.download, sizing_mode="stretch_width")
