@@ -48,3 +48,343 @@ def test_app_files_stay_thin():
         lines = app.read_text().splitlines()
         assert len(lines) <= 40, f"{app.name} has {len(lines)} lines; pages belong in gpexplorer/ui/"
         assert ".servable(" in app.read_text(), f"{app.name} does not mark anything servable"
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 13, item 9: private names, module length, import cycles, side effects, registries.
+# Each checker takes a {module name: path} map, so the tests below also run it on a small
+# synthetic package written to tmp_path: the checks are shown to fail where they should.
+# ---------------------------------------------------------------------------------------------
+
+MAX_LINES = 450
+#: private *modules* any gpexplorer module may import as a module: the shared helpers of
+#: ARCHITECTURE.md (numba presets, BLAS ffi, validation, the thread policy) and the numba leaves
+#: (``kernels/_loops``, ``sparse/_core``, ``linearized/_loops``: compiled callers elsewhere, such
+#: as the fused path in sparse/_core, must call compiled leaves directly). Any other private
+#: module only by its own package (``gpexplorer/__init__`` -> ``_moved_modules``). Private
+#: *names* inside a module are never imported, nor reached as ``module._name``, across modules.
+PACKAGE_PRIVATE_MODULES = {"_jit", "_blas", "_checks", "_threads", "_loops", "_core"}
+#: calls that set BLAS or numba thread counts for the whole process
+THREAD_SETTERS = {"threadpool_limits", "limit", "openblas_set_num_threads", "openblas_set_num_threads_local",
+                  "set_num_threads"}
+JIT_DECORATORS = {"njit", "jit", "njit_cached", "njit_kernel_loop", "vectorize", "guvectorize"}
+
+
+def module_map(root, package_dir):
+    """{dotted module name: path} of every .py file under ``package_dir`` (packages by __init__)."""
+    out = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+MODULES = module_map(ROOT, PACKAGE)
+_TREES = {}
+
+
+def _tree(path):
+    if path not in _TREES:
+        _TREES[path] = ast.parse(path.read_text())
+    return _TREES[path]
+
+
+def _resolve_from(modules, importer, node):
+    """The absolute module a ``from ... import`` names (relative imports resolved)."""
+    if node.level == 0:
+        return node.module
+    base = importer.split(".")
+    if modules[importer].name != "__init__.py":
+        base = base[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _known(modules, name):
+    """The module ``name`` denotes in ``modules`` (its longest known prefix), or None."""
+    parts = name.split(".")
+    while parts:
+        if ".".join(parts) in modules:
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+def imports_of(modules, importer):
+    """(line, target module, imported name or None, whether the name is a module) for every
+    import of a module of ``modules`` by ``importer``, at any depth (function-level imports
+    included), and every ``importlib.import_module`` of a module named by a string constant."""
+    tree = _tree(modules[importer])
+    lazy_strings = any(isinstance(n, ast.Attribute) and n.attr == "import_module" for n in ast.walk(tree))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _known(modules, alias.name)
+                if target:
+                    yield node.lineno, target, None, True
+        elif isinstance(node, ast.ImportFrom):
+            module = _resolve_from(modules, importer, node)
+            target = _known(modules, module) if module else None
+            for alias in node.names if target else ():
+                if f"{module}.{alias.name}" in modules:
+                    yield node.lineno, f"{module}.{alias.name}", alias.name, True
+                else:
+                    yield node.lineno, target, alias.name, False
+        elif lazy_strings and isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in modules:
+            yield node.lineno, node.value, None, True
+
+
+def _where(modules, importer, lineno):
+    path = modules[importer]
+    return f"{path.relative_to(path.parents[len(importer.split('.')) - 1 + (path.name == '__init__.py')])}:{lineno}"
+
+
+def private_imports(modules):
+    out = []
+    for importer in modules:
+        for lineno, target, name, is_module in imports_of(modules, importer):
+            if target == importer:
+                continue
+            if is_module:
+                last, parent = target.rsplit(".", 1)[-1], target.rsplit(".", 1)[0]
+                private = any(p.startswith("_") and not p.startswith("__") for p in target.split("."))
+                if private and last not in PACKAGE_PRIVATE_MODULES and parent != importer:
+                    out.append(f"{_where(modules, importer, lineno)} imports the private module {target}")
+            elif name.startswith("_") and not name.startswith("__"):
+                out.append(f"{_where(modules, importer, lineno)} imports the private name {target}.{name}")
+    return out
+
+
+def private_attribute_uses(modules):
+    """``alias._name`` where ``alias`` is another module of ``modules``, bound by an import."""
+    out = []
+    for importer in modules:
+        tree = _tree(modules[importer])
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                module = _resolve_from(modules, importer, node)
+                for alias in node.names:
+                    if module and f"{module}.{alias.name}" in modules:
+                        aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name in modules:
+                        aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                    and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and aliases[node.value.id] != importer:
+                out.append(f"{_where(modules, importer, node.lineno)} uses {aliases[node.value.id]}.{node.attr}")
+    return out
+
+
+def import_graph(modules):
+    """Explicit imports only: importing ``p.sub`` is an edge to ``p.sub``, not to ``p`` (so a
+    package whose __init__ imports its own submodules is no cycle); ``from p import name``
+    with a name that is not a submodule is an edge to ``p``'s __init__."""
+    graph = {m: set() for m in modules}
+    for importer in modules:
+        for _, target, _, _ in imports_of(modules, importer):
+            if target != importer:
+                graph[importer].add(target)
+    return graph
+
+
+def cycles(graph):
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def one_cycle(graph, component):
+    """A shortest path a -> ... -> a inside a strongly connected component (for the message)."""
+    members, start = set(component), component[0]
+    paths, seen = [[start]], {start}
+    while paths:
+        path = paths.pop(0)
+        for w in sorted(graph[path[-1]] & members):
+            if w == start:
+                return path + [start]
+            if w not in seen:
+                seen.add(w)
+                paths.append(path + [w])
+    return component
+
+
+def calls_at_import_or_in_init(tree):
+    """Calls run at import (module and class bodies, decorators, defaults) or in an __init__."""
+    out = []
+
+    def visit(node, in_init):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                at_definition = list(getattr(child, "decorator_list", [])) + child.args.defaults + \
+                    [d for d in child.args.kw_defaults if d is not None]
+                for n in at_definition:
+                    visit_node(n, in_init)
+                body = [child.body] if isinstance(child, ast.Lambda) else child.body
+                if in_init or getattr(child, "name", "") == "__init__":
+                    for stmt in body:
+                        visit_node(stmt, True)
+                continue
+            visit_node(child, in_init)
+
+    def visit_node(node, in_init):
+        if isinstance(node, ast.Call):
+            out.append(node)
+        visit(node, in_init)
+
+    visit(tree, False)
+    return out
+
+
+def _call_name(call):
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+
+
+def thread_limit_calls(modules):
+    return [f"{_where(modules, name, c.lineno)} calls {_call_name(c)}" for name, path in modules.items()
+            for c in calls_at_import_or_in_init(_tree(path)) if _call_name(c) in THREAD_SETTERS]
+
+
+def jitted_files(modules, package_dir):
+    out = set()
+    for path in modules.values():
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for dec in node.decorator_list:
+                    target = dec.func if isinstance(dec, ast.Call) else dec
+                    ident = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                    if ident in JIT_DECORATORS:
+                        out.add(path.relative_to(package_dir).as_posix())
+    return out
+
+
+# the checkers on a synthetic package: each rule caught where broken, quiet where kept ----------
+
+SYNTHETIC = {
+    "__init__.py": "from pkg import sub\nfrom pkg import _private_mod\n",
+    "_private_mod.py": "",
+    "_threads.py": "def scoped():\n    pass\n",
+    "sub/__init__.py": "from pkg.sub import leaf\n",
+    "sub/leaf.py": "from pkg import _threads\nfrom pkg.other import _hidden\nfrom ..other import public\n"
+                   "from pkg import other as o\nx = o._hidden\n",
+    "other.py": "import importlib\npublic = 1\n_hidden = 2\n\n\ndef lazy():\n    from pkg.sub import leaf\n",
+    "cyc_a.py": "def f():\n    from . import cyc_b\n",
+    "cyc_b.py": "import importlib\nM = importlib.import_module('pkg.cyc_a')\n",
+    "blas.py": "from threadpoolctl import threadpool_limits\nthreadpool_limits(1)\n\n\nclass Model:\n"
+               "    def __init__(self):\n        threadpool_limits(2)\n\n    def fit(self):\n"
+               "        with threadpool_limits(1):\n            pass\n",
+    "_priv_pkg/__init__.py": "",
+    "_priv_pkg/mod.py": "",
+    "user.py": "from pkg._priv_pkg import mod\n",
+}
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    for name, text in SYNTHETIC.items():
+        path = tmp_path / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return module_map(tmp_path, tmp_path / "pkg")
+
+
+def test_checkers_catch_violations_in_a_synthetic_package(synthetic):
+    assert sorted(private_imports(synthetic)) == [
+        "pkg/sub/leaf.py:2 imports the private name pkg.other._hidden",
+        "pkg/user.py:1 imports the private module pkg._priv_pkg.mod",
+    ]
+    assert private_attribute_uses(synthetic) == ["pkg/sub/leaf.py:5 uses pkg.other._hidden"]
+    graph = import_graph(synthetic)
+    assert "pkg.other" in graph["pkg.sub.leaf"] and "pkg.sub.leaf" in graph["pkg.other"]  # relative, lazy
+    found = cycles(graph)
+    assert found == [["pkg.cyc_a", "pkg.cyc_b"], ["pkg.other", "pkg.sub.leaf"]]  # not pkg <-> pkg.sub
+    assert one_cycle(graph, found[0]) == ["pkg.cyc_a", "pkg.cyc_b", "pkg.cyc_a"]
+    assert thread_limit_calls(synthetic) == ["pkg/blas.py:2 calls threadpool_limits",
+                                             "pkg/blas.py:7 calls threadpool_limits"]  # not the scoped one in fit
+
+
+# the rules on gpexplorer/ ---------------------------------------------------------------------
+
+def test_the_package_graph_is_read():
+    graph = import_graph(MODULES)
+    assert {"gpexplorer.covariances", "gpexplorer.optimize", "gpexplorer.sparse.objectives"} <= \
+        graph["gpexplorer.sparse.regression"]
+    assert "gpexplorer.linearized.linearization" in graph["gpexplorer.linearized.gauss_newton"]  # a lazy import
+    assert "gpexplorer.ui.sparse.lab" in graph["gpexplorer.ui"]  # importlib.import_module of a constant
+
+
+def test_no_private_name_is_imported_across_modules():
+    violations = private_imports(MODULES) + private_attribute_uses(MODULES)
+    assert not violations, "private names used across modules (make them public or move them):\n" + \
+        "\n".join(violations)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES), ids=str)
+def test_no_module_over_the_line_limit(name):
+    n = len(MODULES[name].read_text().splitlines())
+    assert n <= MAX_LINES, f"{MODULES[name].relative_to(ROOT)} has {n} lines (limit {MAX_LINES})"
+
+
+def test_no_import_cycles_lazy_imports_included():
+    graph = import_graph(MODULES)
+    found = [" -> ".join(one_cycle(graph, c)) + f"   (all of: {', '.join(c)})" for c in cycles(graph)]
+    assert not found, "import cycles (function-level imports included):\n" + "\n".join(found)
+
+
+def test_every_jit_module_exists_and_every_jitted_module_is_listed():
+    from gpexplorer._jit import JIT_MODULES
+
+    missing = [m for m in JIT_MODULES if not (PACKAGE / m).is_file()]
+    assert not missing, f"_jit.JIT_MODULES lists files that do not exist: {missing}"
+    unlisted = sorted(jitted_files(MODULES, PACKAGE) - set(JIT_MODULES))
+    assert not unlisted, f"modules with jitted functions missing from _jit.JIT_MODULES (stale caches): {unlisted}"
+
+
+def test_no_thread_limits_at_import_or_in_a_constructor():
+    violations = thread_limit_calls(MODULES)
+    assert not violations, "BLAS/numba threads set at import or in __init__ (scope them with gpexplorer._threads " \
+                           "around the work instead):\n" + "\n".join(violations)
+
+
+def test_every_registered_kernel_and_feature_runs_through_the_generic_tests():
+    import features_for_tests
+    import test_generic_registry as generic
+    from gpexplorer.inducing import FEATURES
+    from gpexplorer.kernels import KERNELS, Product, Sum
+
+    assert set(KERNELS) <= set(generic.KERNEL_CASES)
+    assert {type(make()) for make in generic.KERNEL_CASES.values()} >= set(KERNELS.values()) | {Sum, Product}
+    test_only = set(features_for_tests.TEST_FEATURES.values())
+    assert set(generic.FEATURE_TYPES.values()) == set(FEATURES.values()) | test_only
+    assert set(generic.PAIRS) == {(k, f) for k in generic.KERNEL_CASES for f in generic.FEATURE_TYPES}

@@ -8,9 +8,16 @@ written once per pair and registered here:
 
 A call looks the pair up along both method resolution orders (the feature's first), so a
 registration for a base class serves its subclasses until a more specific one is registered.
+The walk up the feature's classes stops at a class that registers its own ``Kuu``: such a
+subclass has covariances of its own, so no base-class implementation of any operation (Kuf,
+the gradient contraction, a fused objective in :mod:`gpexplorer.sparse.fused`) describes it;
+what it does not register raises instead of silently using its parent's maths.
 """
 
 from __future__ import annotations
+
+
+_generation = [0]  # bumped by every registration: every dispatcher's resolved lookups go stale
 
 
 class Dispatcher:
@@ -21,23 +28,35 @@ class Dispatcher:
         self.__doc__ = doc
         self._table = {}
         self._resolved = {}
+        self._generation = -1
 
     def register(self, feature_type, kernel_type):
         """Decorator registering ``fn(feature, kernel, ...)`` for the pair."""
         def decorate(fn):
             self._table[(feature_type, kernel_type)] = fn
-            self._resolved.clear()
+            _generation[0] += 1  # a new Kuu can change where other dispatchers stop (see find)
             return fn
 
         return decorate
 
     def find(self, feature_type, kernel_type):
         """The implementation for the pair, or None."""
+        if self._generation != _generation[0]:
+            self._resolved.clear()
+            self._generation = _generation[0]
         key = (feature_type, kernel_type)
         if key not in self._resolved:
-            self._resolved[key] = next((self._table[(f, k)] for f in feature_type.__mro__
-                                        for k in kernel_type.__mro__ if (f, k) in self._table), None)
+            self._resolved[key] = self._lookup(feature_type, kernel_type)
         return self._resolved[key]
+
+    def _lookup(self, feature_type, kernel_type):
+        for f in feature_type.__mro__:
+            for k in kernel_type.__mro__:
+                if (f, k) in self._table:
+                    return self._table[(f, k)]
+            if defines_covariances(f):  # its parents' implementations do not describe it
+                return None
+        return None
 
     def __call__(self, feature, kernel, *args, **kwargs):
         fn = self.find(type(feature), type(kernel))
@@ -59,3 +78,8 @@ The contraction sum_ij dL/dKuu_ij dKuu_ij/dtheta + sum_mn dL/dKuf_mn dKuf_mn/dth
 kernel and feature parameter theta; ``Kuu``/``Kuf`` are the matrices already computed (reused,
 not recomputed) and ``rank_one`` = (a [M], b [N]) means the Kuf weight is dKuf - a b^T, so a
 caller never has to build the corrected [M, N] matrix.""")
+
+
+def defines_covariances(feature_type):
+    """Whether ``feature_type`` itself (not a parent) registers a ``Kuu``."""
+    return any(f is feature_type for f, _ in Kuu._table)

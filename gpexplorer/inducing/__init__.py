@@ -9,8 +9,14 @@ from gpexplorer.inducing.base import InducingFeature
 from gpexplorer.inducing.placement import INITIALISATIONS, even, initial_inducing_inputs, kmeans, random_subset
 from gpexplorer.inducing.points import InducingPoints
 
-__all__ = ["InducingFeature", "InducingPoints", "INITIALISATIONS", "as_feature", "even", "initial_inducing_inputs",
-           "kmeans", "random_subset"]
+__all__ = ["FEATURES", "InducingFeature", "InducingPoints", "INITIALISATIONS", "as_feature", "even",
+           "initial_inducing_inputs", "kmeans", "random_subset"]
+
+#: registry of inducing-feature types: name -> class (the generic feature tests run over every
+#: entry, building each as ``cls(locations)`` from an [M, D] array of locations)
+FEATURES = {
+    "points": InducingPoints,
+}
 
 
 def as_feature(Z, input_dim):

@@ -97,6 +97,10 @@ class Kernel:
     def grad_X(self, dL_dK, X, X2=None):
         raise NotImplementedError
 
+    def grad_params_and_X(self, dL_dK, X, X2=None, K=None):
+        """Both contractions; kernels override this with a single pass where it pays."""
+        return self.grad_params(dL_dK, X, X2), self.grad_X(dL_dK, X, X2)
+
 
 def reduce_ard(value, template):
     """Sum a per-dimension gradient back to a scalar when the parameter is isotropic."""

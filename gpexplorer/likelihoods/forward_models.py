@@ -401,17 +401,8 @@ class ExpressionForwardModel(ScalarForwardModel):
         return f"ExpressionForwardModel({self.name!r})"
 
 
-FORWARD_MODELS = {
-    "identity": Identity,
-    "poly3": Poly3,
-    "exp": Exp,
-    "sin": Sin,
-    "tanh2": Tanh2,
-    "sign_cubic": SignCubic,
-    "logistic": Logistic,
-    "softmax": Softmax,
-    "seismic": Seismic,
-}
+FORWARD_MODELS = {"identity": Identity, "poly3": Poly3, "exp": Exp, "sin": Sin, "tanh2": Tanh2,
+                  "sign_cubic": SignCubic, "logistic": Logistic, "softmax": Softmax, "seismic": Seismic}
 #: the registered models with one latent and one output value per point (Q = P = 1), in registry order
 SCALAR_FORWARD_MODELS = tuple(name for name, cls in FORWARD_MODELS.items() if issubclass(cls, ScalarForwardModel))
 

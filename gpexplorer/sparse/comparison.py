@@ -241,8 +241,10 @@ def parameter_key(p: ParameterSet):
     """A hashable fingerprint of a parameter set (to reuse results computed for it)."""
     if not isinstance(p.inducing, InducingFeature):
         return _hyperparameter_key(p) + (None if p.inducing is None else p.inducing.tobytes(),)
+    # the locations too: a feature's fixed attributes (an offset, say) are not among its parameters
     feature = tuple((n, v.tobytes()) for n, v in p.inducing.params.items())
-    return _hyperparameter_key(p) + ((type(p.inducing).__name__,) + feature,)
+    locations = np.asarray(p.inducing.locations, dtype=float).tobytes()
+    return _hyperparameter_key(p) + ((type(p.inducing).__name__, locations) + feature,)
 
 
 def default_grid(X, n=300, margin=0.1):

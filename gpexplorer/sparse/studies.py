@@ -185,11 +185,13 @@ def _evaluate(model, X, y):
 
 
 def m_sweep(dataset, kernel, noise_variance, Ms, approximations=("fitc", "vfe"), z_init="kmeans", seed=0,
-            max_iter=200, progress=None, cancelled=None, tighten_upper_bound=0) -> dict:
+            max_iter=200, progress=None, cancelled=None, tighten_upper_bound=0, inducing=None) -> dict:
     """FITC and VFE jointly optimised for each M in ``Ms`` (thesis fig. 3.5-3.7), and the exact GP.
 
     Every model starts from ``kernel`` (copied) and ``noise_variance``; for each M all
-    approximations share Z = initial_inducing_inputs(X, M, z_init, seed); 1 <= M <= N. Per
+    approximations share Z = initial_inducing_inputs(X, M, z_init, seed); 1 <= M <= N. With
+    ``inducing`` (an inducing feature used as a template) the models get M members of that
+    feature type placed there (``inducing.at_locations(Z)``), else inducing points. Per
     (M, approximation) a row: "log_marginal_likelihood" at the optimum (fig. 3.5's objective),
     "noise_variance", "nlpd", "smse" (fig. 3.5), "upper_bound" (Titsias, eq. 2.38-2.39, at the
     model's own fitted parameters and Z: fig. 3.6), "clumped_pairs" (§3.2.2, Remark 5; None if
@@ -219,6 +221,8 @@ def m_sweep(dataset, kernel, noise_variance, Ms, approximations=("fitc", "vfe"),
     if int(max_iter) != max_iter or max_iter < 0:
         raise ValueError(f"max_iter must be a non-negative integer; got {max_iter!r}")
     noise = _positive("noise_variance", noise_variance, allow_array=False)
+    if inducing is not None and not isinstance(inducing, InducingFeature):
+        raise ValueError(f"inducing must be an inducing feature (gpexplorer.inducing); got {type(inducing).__name__}")
     if z_init not in INITIALISATIONS:
         raise ValueError(f"z_init must be one of {INITIALISATIONS}; got {z_init!r}")
     split = "test" if getattr(dataset, "X_test", None) is not None and getattr(dataset, "y_test", None) is not None \
@@ -256,8 +260,9 @@ def m_sweep(dataset, kernel, noise_variance, Ms, approximations=("fitc", "vfe"),
             completed("exact GP")
             for M in Ms:
                 Z0 = initial_inducing_inputs(X, M, z_init, seed)
+                feature0 = InducingPoints(Z0) if inducing is None else inducing.at_locations(Z0)
                 for approximation in approximations:
-                    m = models.SparseGPR(X, y, kernel=kernel.copy(), Z=Z0.copy(), approximation=approximation,
+                    m = models.SparseGPR(X, y, kernel=kernel.copy(), Z=feature0.copy(), approximation=approximation,
                                          noise_variance=noise)
                     row = {"M": M, "approximation": approximation, **fit(m), "upper_bound": float(m.upper_bound())}
                     ls = row["kernel_params"].get("lengthscale")
