@@ -68,23 +68,40 @@ def solve_lower_vec(L, b, transpose):
 @njit_cached
 def syrk(A):
     """A A^T for A [M, N] (C-contiguous), as a full symmetric [M, M] array."""
-    M, N = A.shape
+    M = A.shape[0]
     C = np.zeros((M, M))
-    if M == 0 or N == 0:
+    syrk_update(A, C, 1.0)
+    mirror_lower(C)
+    return C
+
+
+@njit_cached
+def syrk_update(A, C, alpha):
+    """C += alpha A A^T on the lower triangle of C [M, M] (C-contiguous) for A [M, K]; the
+    upper triangle is not touched (see mirror_lower). Accumulating blocks of columns this way
+    keeps a scaled copy of A to one block's size."""
+    M, K = A.shape
+    if M == 0 or K == 0:
         return C
     Ac = np.ascontiguousarray(A)
     uplo = np.array([_U], dtype=np.uint8)
     trans = np.array([_T], dtype=np.uint8)
     n = np.array([M], dtype=np.int32)
-    k = np.array([N], dtype=np.int32)
+    k = np.array([K], dtype=np.int32)
+    scale = np.array([alpha])
     one = np.array([1.0])
-    zero = np.array([0.0])
-    lda = np.array([N], dtype=np.int32)
+    lda = np.array([K], dtype=np.int32)
     ldc = np.array([M], dtype=np.int32)
-    _dsyrk(uplo.ctypes, trans.ctypes, n.ctypes, k.ctypes, one.ctypes, Ac.ctypes, lda.ctypes,
-           zero.ctypes, C.ctypes, ldc.ctypes)
-    # column-major upper triangle == row-major lower triangle; mirror it
-    for i in range(M):
-        for j in range(i + 1, M):
+    # column-major upper triangle == row-major lower triangle
+    _dsyrk(uplo.ctypes, trans.ctypes, n.ctypes, k.ctypes, scale.ctypes, Ac.ctypes, lda.ctypes,
+           one.ctypes, C.ctypes, ldc.ctypes)
+    return C
+
+
+@njit_cached
+def mirror_lower(C):
+    """Copy the lower triangle of the square C onto its upper triangle, in place."""
+    for i in range(C.shape[0]):
+        for j in range(i + 1, C.shape[0]):
             C[i, j] = C[j, i]
     return C

@@ -24,10 +24,12 @@ FITC, VFE) or the deterministic SoR conditional (fig. 2.3).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpexplorer.kernels import _loops as kernel_loops
 from gpexplorer.sparse import _core as core
 from gpexplorer.linalg import (
     CholeskyError,
@@ -117,53 +119,139 @@ def _check_finite(**arrays):
             raise CholeskyError(f"{name} contains NaN or inf; check the hyperparameters and inputs")
 
 
-def collapsed_objective(Kuu, Kuf, kdiag, y, noise, jitter, approximation, *, grad=False, warn=True):
+class Workspace:
+    """Work arrays of the collapsed objectives, kept between evaluations while the shapes stay.
+
+    One evaluation writes two to four [M, N] arrays (A = L^{-1} Kuf, dF/dKuf, and on the fused
+    path K(Z, X) and X / l). Allocated afresh each time, their pages fault in on every call:
+    a quarter to a third of an evaluation. A model keeps one Workspace and passes it as
+    ``workspace=`` to :func:`collapsed_objective` and :func:`fused_stationary_objective`;
+    nothing these return refers to its arrays. It holds M N floats two to four times over for
+    as long as it lives (:meth:`clear` frees them). A call that finds it in use by another
+    thread allocates its own arrays instead of waiting.
+    """
+
+    def __init__(self):
+        self._arrays = {}
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self):
+        return sum(a.nbytes for a in self._arrays.values())
+
+    def clear(self):
+        with self._lock:
+            self._arrays.clear()
+
+    def __deepcopy__(self, memo):  # a copied model gets its own, empty workspace
+        return Workspace()
+
+
+
+def _borrow(workspace):
+    """The workspace's arrays, locked until :func:`_give_back`, or a fresh dict if it is busy."""
+    if workspace is not None and workspace._lock.acquire(blocking=False):
+        return workspace._arrays
+    return {}
+
+
+def _give_back(workspace, arrays):
+    if workspace is not None and arrays is workspace._arrays:
+        workspace._lock.release()
+
+
+def _array(arrays, name, shape):
+    a = arrays.get(name)
+    if a is None or a.shape != shape:
+        a = arrays[name] = np.empty(shape)
+    return a
+
+
+def _buffers(arrays, M, N, D, code, fused):
+    """A plain tuple in the field order of core.Buffers for an [M, N] problem, reusing the
+    arrays of ``arrays`` whose shape fits (plain tuples cross into numba faster: kernels._loops)."""
+    A = _array(arrays, "A", (M, N))
+    fitc = code == core.FITC
+    return (_array(arrays, "Xs", (N, D)) if fused else _E2,
+            _array(arrays, "Kuf", (M, N)) if fused else _E2,
+            A,
+            _array(arrays, "W", (M, N)) if fitc else A,  # DTC/VFE write dF/dKuf over A
+            _array(arrays, "S", (M * max(1, min(N, core.FITC_BLOCK)),)) if fitc else _E1)
+
+
+_E1 = np.empty(0)
+_E2 = np.empty((0, 0))
+
+
+def collapsed_objective(Kuu, Kuf, kdiag, y, noise, jitter, approximation, *, grad=False, warn=True,
+                        workspace=None):
     """F of eq. 3.1 for "sor"/"dtc"/"vfe" (G = s2 I) or "fitc", from kernel matrices.
 
     Returns (ObjectiveResult, SparsePosterior). ``extras["g"]`` holds diag(G) (FITC's
     heteroscedastic noise plus s2). Jitter escalates on a failed Cholesky (see linalg).
+    ``workspace``: a :class:`Workspace` whose arrays the evaluation may reuse.
     """
     if approximation not in APPROXIMATIONS:
         raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
     _check_finite(Kuu=Kuu, Kuf=Kuf)
-    args = (np.ascontiguousarray(Kuu), np.ascontiguousarray(Kuf), np.ascontiguousarray(kdiag, dtype=float),
-            np.ascontiguousarray(y, dtype=float), float(noise))
-    if approximation == "fitc":
-        def compute(j):
-            return core.fitc(*args, j, grad)
-    else:
-        def compute(j):
-            return core.homoscedastic(*args, j, approximation == "vfe", grad)
+    Kuf = np.ascontiguousarray(Kuf, dtype=float)
+    mats = (np.ascontiguousarray(Kuu, dtype=float), Kuf, np.ascontiguousarray(kdiag, dtype=float),
+            np.ascontiguousarray(y, dtype=float))  # core.Matrices
+    code = _APPROX_CODES[approximation]
+    M, N = Kuf.shape
+    arrays = _borrow(workspace)
+    try:
+        buf = _buffers(arrays, M, N, 0, code, False)
 
-    out, jitter_used = with_escalating_jitter(compute, jitter, what="Kuu", warn=warn)
-    terms_arr, L, LB, weights, g, dKuu, dKuf_base, kuf_a, kuf_b, dKdiag, dnoise = out
-    terms = _terms(Kuf.shape[1], float(terms_arr[1]), float(terms_arr[2]), float(terms_arr[3]))
-    result = ObjectiveResult(value=float(np.sum(terms_arr)), terms=terms, jitter_used=jitter_used)
-    result.extras["g"] = g
-    if grad:
-        result.dKuu, result.dKdiag, result.dnoise = dKuu, dKdiag, float(dnoise)
-        result.dKuf = dKuf_base - np.outer(kuf_a, kuf_b)
-    return result, SparsePosterior(L=L, LB=LB, weights=weights, jitter_used=jitter_used)
+        def compute(j):
+            return core.collapsed(mats, (float(noise), float(j), code, bool(grad)), buf)  # core.Settings
+
+        out, jitter_used = with_escalating_jitter(compute, jitter, what="Kuu", warn=warn)
+        terms_arr, post, g = out.terms, out.posterior, out.grads
+        terms = _terms(N, float(terms_arr[1]), float(terms_arr[2]), float(terms_arr[3]))
+        result = ObjectiveResult(value=float(np.sum(terms_arr)), terms=terms, jitter_used=jitter_used)
+        result.extras["g"] = post.g
+        if grad:
+            result.dKuu, result.dKdiag, result.dnoise = g.dKuu, g.dKdiag, float(g.dnoise)
+            result.dKuf = g.dKuf - np.outer(g.a, g.b)  # a new array: never the workspace's
+    finally:
+        _give_back(workspace, arrays)
+    return result, SparsePosterior(L=post.L, LB=post.LB, weights=post.weights, jitter_used=jitter_used)
 
 
 def fused_stationary_objective(kind, X, y, Z, variance, lengthscale, alpha, noise, jitter, approximation,
-                               warn=True):
+                               warn=True, *, workspace=None):
     """Objective and all gradients for a stationary kernel in one compiled call (hot path).
 
     Returns (F, terms, d_variance, d_lengthscale[D], d_alpha, d_noise, dZ, jitter_used).
+    Where K(Z, X) is large it is computed first, with numpy's SIMD exp (kernels._loops.kernel_matrix).
+    ``workspace``: a :class:`Workspace` whose arrays the evaluation may reuse.
     """
     code = _APPROX_CODES[approximation]
-    try:  # the common case, without the escalation machinery's overhead
-        out, jitter_used = core.fused_stationary(kind, X, y, Z, variance, lengthscale, alpha, noise, jitter, code), jitter
-    except np.linalg.LinAlgError:
-        def compute(j):
-            return core.fused_stationary(kind, X, y, Z, variance, lengthscale, alpha, noise, j, code)
+    kern = kernel_loops.stationary_params(kind, variance, lengthscale, alpha)
+    M, (N, D) = Z.shape[0], X.shape
+    arrays = _borrow(workspace)
+    try:
+        buf = _buffers(arrays, M, N, D, code, True)
+        ready = M * N >= kernel_loops.SIMD_MIN_ENTRIES
+        if ready:  # buf[0], buf[1]: X / l and K(Z, X)
+            np.divide(X, kern.lengthscale, out=buf[0])
+            kernel_loops.kernel_matrix(kern, Z / kern.lengthscale, buf[0], out=buf[1])
+        kern = tuple(kern)
 
-        out, jitter_used = with_escalating_jitter(compute, jitter, what="Kuu", warn=warn)
-    terms_arr, dvar, dl, dalpha, dnoise, dZ = out
-    c, complexity, data_fit, trace = terms_arr.tolist()
+        def compute(j):
+            return core.fused_stationary(kern, (X, y, Z), (float(noise), float(j), code, True), buf, ready)
+
+        try:  # the common case, without the escalation machinery's overhead
+            out, jitter_used = compute(jitter), jitter
+        except np.linalg.LinAlgError:
+            out, jitter_used = with_escalating_jitter(compute, jitter, what="Kuu", warn=warn)
+    finally:
+        _give_back(workspace, arrays)
+    c, complexity, data_fit, trace = out.terms.tolist()
     terms = {"constant": c, "complexity": complexity, "data_fit": data_fit, "trace": trace}
-    return c + complexity + data_fit + trace, terms, dvar, dl, dalpha, dnoise, dZ, jitter_used
+    return (c + complexity + data_fit + trace, terms, out.variance, out.lengthscale, out.alpha, out.noise, out.Z,
+            jitter_used)
 
 
 def exact_objective(Kff, y, noise, *, grad=False, jitter=0.0):

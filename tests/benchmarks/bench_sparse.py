@@ -1,7 +1,16 @@
 #!/usr/bin/env python
-"""gpexplorer vs GPy 1.15: sparse GP objective + gradient and joint optimisation, one thread.
+"""gpexplorer vs GPy 1.15, GPflow 2.11 and GPyTorch: sparse GP objective + gradient and joint
+optimisation, one thread.
 
-    python tests/benchmarks/bench_sparse.py [--quick] [--json out.json]
+    python tests/benchmarks/bench_sparse.py [--quick] [--json out.json] [--baseline /work/premove] [--big]
+
+GPy runs in this process; GPflow and GPyTorch (and, with ``--baseline``, gpexplorer from another
+checkout) run as worker processes in their own venvs (``sparse_peers.py``; see README.md for
+the venvs), measured in interleaved rounds with this process's gpexplorer: each round gives
+every side a short block of timed calls, in rotating order, and each side's minimum over all
+rounds is compared (the machine is shared; minima of interleaved blocks are what is stable).
+``--big`` adds one objective + gradient at N = 10^6, M = 200 per library, each in a fresh
+process, with its peak memory.
 
 Both libraries run in the same process on identical data (seeded), with the same kernel,
 noise, inducing inputs and jitter on Kuu, and every BLAS / OpenMP / numba pool pinned to one
@@ -49,6 +58,12 @@ THREADS_PINNED_BY_ENV = "numpy" not in sys.modules and "numba" not in sys.module
 if THREADS_PINNED_BY_ENV:
     for _name in THREAD_VARS:
         os.environ[_name] = "1"
+#: set on some machines of this workplace for old OpenBLAS builds; a current OpenBLAS then runs
+#: slower kernels than its own choice. Unset for the run (peers inherit it) unless asked not to.
+OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+REMOVED_OPENBLAS_ENV = {}
+if THREADS_PINNED_BY_ENV and "--keep-openblas-env" not in sys.argv:
+    REMOVED_OPENBLAS_ENV = {_name: os.environ.pop(_name) for _name in OPENBLAS_OVERRIDES if _name in os.environ}
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
@@ -83,6 +98,18 @@ try:
 except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO))
 from gpexplorer import datasets, kernels, models  # noqa: E402
+
+
+def _sibling(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+peers = _sibling("sparse_peers")
 
 # ------------------------------------------------------------------------------------------
 # the set-up of the issue
@@ -449,6 +476,210 @@ def optimise_snelson(approximation, max_iter, with_gpy=True, target_seconds=1.5,
 
 
 # ------------------------------------------------------------------------------------------
+# peers in worker processes, interleaved with this process's gpexplorer
+#: where README.md's install commands put the peers' venvs (or $GPFLOW_PYTHON / $GPYTORCH_PYTHON)
+PEER_PYTHONS = {"gpflow": ("GPFLOW_PYTHON", "/work/peers/gpflow211/bin/python"),
+                "gpytorch": ("GPYTORCH_PYTHON", "/work/peers/gpytorch/bin/python")}
+PEER_APPROXIMATIONS = {"gpflow": ("vfe", "fitc"), "gpytorch": ("vfe",), "baseline": ("vfe", "fitc")}
+BLOCK_SECONDS = 0.25  # timed calls per side and round: about this long
+BIG_N, BIG_M = 1_000_000, 200
+NO_REGRESSION = 1.05  # gpexplorer / baseline minimum at or below this counts as no regression
+TARGETS = {"gemm_fraction": 0.5, "fitc_2000_over_gpflow": 2.0, "snelson_fit_over_gpflow": 10.0}
+
+
+def peer_pythons(names):
+    """{peer: python of its venv} for the requested peers whose python exists."""
+    out = {}
+    for name in names:
+        var, default = PEER_PYTHONS[name]
+        python = os.environ.get(var, default)
+        if Path(python).exists():
+            out[name] = python
+    return out
+
+
+def start_workers(pythons, baseline=None):
+    workers = {name: peers.PeerProcess(name, python, name) for name, python in pythons.items()}
+    if baseline:
+        workers["baseline"] = peers.PeerProcess("baseline", sys.executable, "gpexplorer", pythonpath=baseline)
+    for w in workers.values():
+        w.info = w.ask({"kind": "info"})
+    return workers
+
+
+def write_data(directory, name, X, y, Z):
+    path = Path(directory) / f"{name}.npz"
+    if not path.exists():
+        np.savez(path, X=X, y=y, Z=Z)
+    return str(path)
+
+
+def compare_cell(workers, N, M, approximation, rounds, directory):
+    """Interleaved rounds of objective + gradient timings (ms): this process's gpexplorer and
+    every worker that has the approximation; minimum and median per side, and each side's log
+    marginal likelihood at the start."""
+    X, y, Z = make_problem(N, M)
+    data = write_data(directory, f"problem-{N}-{M}", X, y, Z)
+    m = gpexplorer_model(X, y, Z, approximation)
+
+    def local(repeats):
+        def call(i):
+            s = _nudge(i)
+            m.set_parameters({"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
+            return m.objective_and_gradient()
+
+        return peers.timed(call, repeats, warmup=0)
+
+    sides = {"gpexplorer": local}
+    lml = {}
+    for name, w in workers.items():
+        if approximation in PEER_APPROXIMATIONS[name]:
+            task = {"kind": "eval", "data": data, "approximation": approximation}
+            sides[name] = lambda repeats, w=w, task=task: w.ask({**task, "repeats": repeats})["times_ms"]
+            lml[name] = w.ask({**task, "repeats": 1})["log_marginal_likelihood"]  # builds, traces, warms up
+    local(2)
+    m.set_parameters({"lengthscale": LENGTHSCALE, "noise_variance": NOISE_VARIANCE})
+    lml["gpexplorer"] = float(m.log_marginal_likelihood())
+    block = {name: max(1, min(50, int(BLOCK_SECONDS / (1e-3 * min(side(1)))))) for name, side in sides.items()}
+    times = peers.interleave(sides, rounds, block)
+    return {"sides": {name: peers.summary(t) for name, t in times.items()}, "log_marginal_likelihood": lml,
+            "block": block}
+
+
+def compare_fits(workers, rounds, directory, max_iter=1000):
+    """Snelson's VFE fit to convergence, whole fits (s) in interleaved rounds."""
+    ds = datasets.load("snelson")
+    X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y, dtype=float)
+    Z = np.linspace(X.min(), X.max(), SNELSON_M)[:, None]
+    data = write_data(directory, "snelson", X, y, Z)
+    result = {}
+
+    def local(repeats):
+        times = []
+        for _ in range(repeats):
+            model = gpexplorer_model(X, y, Z, "vfe")
+            gc.collect()
+            t0 = time.perf_counter()
+            res = model.fit(max_iter=max_iter)
+            times.append(time.perf_counter() - t0)
+        result["gpexplorer"] = {"nlml": float(res.objective), "n_iter": int(res.n_iter), "n_eval": int(res.n_eval)}
+        return times
+
+    def remote(name, w):
+        def side(repeats):
+            out = w.ask({"kind": "fit", "data": data, "approximation": "vfe", "max_iter": max_iter, "repeats": repeats})
+            result[name] = {k: out[k] for k in ("nlml", "n_iter", "n_eval")}
+            return out["times_s"]
+
+        return side
+
+    sides = {"gpexplorer": local, **{n: remote(n, w) for n, w in workers.items() if n in ("gpflow", "baseline")}}
+    block = {name: max(1, min(20, int(4 * BLOCK_SECONDS / min(side(1))))) for name, side in sides.items()}
+    times = peers.interleave(sides, rounds, block)
+    return {"sides": {n: {**peers.summary(t), **result[n]} for n, t in times.items()}, "block": block,
+            "N": len(y), "M": SNELSON_M, "max_iter": max_iter}
+
+
+def compare_big(pythons, baseline, directory, n=BIG_N, M=BIG_M, approximation="vfe", log=print):
+    """One objective + gradient at N = n per library, each in a fresh process: seconds and peak MB."""
+    X, y, Z = make_problem(n, M)
+    data = write_data(directory, f"problem-{n}-{M}", X, y, Z)
+    del X, y
+    runs = [("gpexplorer", sys.executable, "gpexplorer", str(REPO))]
+    if baseline:
+        runs.append(("baseline", sys.executable, "gpexplorer", baseline))
+    runs += [(name, pythons[name], name, None) for name in ("gpflow",) if name in pythons]
+    out = {"N": n, "M": M, "approximation": approximation, "sides": {}}
+    for name, python, library, path in runs:
+        log(f"# N={n} M={M} {approximation.upper()}: {name} ...", file=sys.stderr)
+        try:
+            r = peers.big_run(python, library, data, approximation, pythonpath=path)
+            out["sides"][name] = {"seconds": min(r["times_s"]), "first_seconds": r["first_seconds"],
+                                  "peak_rss_mb": r["peak_rss_mb"], "rss_data_mb": r["rss_data_mb"]}
+        except RuntimeError as err:
+            out["sides"][name] = {"error": str(err)[-500:]}
+    return out
+
+
+def assess(results):
+    """The issue's targets, each with its measured value."""
+    out = []
+    mm = results.get("matmul")
+    for cell in results["cells"]:
+        sides = cell.get("compare", {}).get("sides", {})
+        a, N, M = cell["approximation"], cell["N"], cell["M"]
+        if mm and N == SIZES[-1][0] and "gpexplorer" in sides:
+            rate = FLOPS_PER_M2N[a] * M * M * N / (sides["gpexplorer"]["min"] * 1e-3) / 1e9
+            out.append({"target": f"{a.upper()} N={N} M={M}: share of one-thread GEMM rate", "value": rate / mm["gflops"],
+                        "threshold": TARGETS["gemm_fraction"], "met": rate / mm["gflops"] >= TARGETS["gemm_fraction"]})
+        if (a, N, M) == ("fitc", 2000, 50) and "gpflow" in sides:
+            v = sides["gpflow"]["min"] / sides["gpexplorer"]["min"]
+            out.append({"target": "FITC N=2000 M=50: speed-up over GPflow", "value": v,
+                        "threshold": TARGETS["fitc_2000_over_gpflow"], "met": v >= TARGETS["fitc_2000_over_gpflow"]})
+        if "baseline" in sides:
+            v = sides["gpexplorer"]["min"] / sides["baseline"]["min"]
+            out.append({"target": f"{a.upper()} N={N} M={M}: time / pre-move time", "value": v,
+                        "threshold": NO_REGRESSION, "met": v <= NO_REGRESSION, "at_most": True})
+    fits = results.get("fits", {}).get("sides", {})
+    if "gpflow" in fits:
+        v = fits["gpflow"]["min"] / fits["gpexplorer"]["min"]
+        out.append({"target": "Snelson VFE fit: speed-up over GPflow's compiled Scipy", "value": v,
+                    "threshold": TARGETS["snelson_fit_over_gpflow"], "met": v >= TARGETS["snelson_fit_over_gpflow"]})
+    if "baseline" in fits:
+        v = fits["gpexplorer"]["min"] / fits["baseline"]["min"]
+        out.append({"target": "Snelson VFE fit: time / pre-move time", "value": v, "threshold": NO_REGRESSION,
+                    "met": v <= NO_REGRESSION, "at_most": True})
+    return out
+
+
+def format_comparison(results):
+    """Markdown for the interleaved comparison, the targets and the N = 10^6 runs."""
+    lines = []
+    names = [n for n in ("gpexplorer", "baseline", "gpflow", "gpytorch")
+             if any(n in c.get("compare", {}).get("sides", {}) for c in results["cells"])]
+    if len(names) > 1:
+        info = results.get("workers", {})
+        label = {"gpexplorer": "gpexplorer", "baseline": "pre-move", "gpflow": f"GPflow {info.get('gpflow', '')}".strip(),
+                 "gpytorch": f"GPyTorch {info.get('gpytorch', '')}".strip()}
+        lines += ["", f"### Interleaved rounds (min / median ms over {results.get('rounds')} rounds of ~"
+                  f"{BLOCK_SECONDS:g} s blocks per side)", "",
+                  "| approx | N | M | " + " | ".join(label[n] for n in names) + " | speed-up over GPflow (min) "
+                  "| log ML rel. diff vs GPflow |",
+                  "|---|---:|---:|" + "---:|" * len(names) + "---:|---:|"]
+        for c in results["cells"]:
+            sides, lml = c.get("compare", {}).get("sides", {}), c.get("compare", {}).get("log_marginal_likelihood", {})
+            cols = [f"{sides[n]['min']:.3f} / {sides[n]['median']:.3f}" if n in sides else "-" for n in names]
+            su = f"{sides['gpflow']['min'] / sides['gpexplorer']['min']:.2f}x" if "gpflow" in sides else "-"
+            diff = (f"{abs(lml['gpflow'] - lml['gpexplorer']) / abs(lml['gpexplorer']):.1e}" if "gpflow" in lml else "-")
+            lines.append(f"| {c['approximation'].upper()} | {c['N']} | {c['M']} | " + " | ".join(cols) + f" | {su} | {diff} |")
+    fits = results.get("fits")
+    if fits:
+        lines += ["", f"### Snelson VFE fit to convergence (N={fits['N']}, M={fits['M']}, max {fits['max_iter']} "
+                  "iterations; whole fits, s, min / median)", "", "| side | min | median | fits | NLML | iters/evals |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for n, v in fits["sides"].items():
+            lines.append(f"| {n} | {v['min']:.4f} | {v['median']:.4f} | {v['n']} | {v['nlml']:.6f} | "
+                         f"{v['n_iter']}/{v['n_eval']} |")
+    big = results.get("big")
+    if big:
+        lines += ["", f"### N={big['N']}, M={big['M']} {big['approximation'].upper()}: one objective + gradient, "
+                  "fresh process each", "", "| side | seconds (min of 2 after the first) | first call s | peak RSS MB "
+                  "| RSS with data loaded MB |", "|---|---:|---:|---:|---:|"]
+        for n, v in big["sides"].items():
+            if "error" in v:
+                lines.append(f"| {n} | failed: {v['error'][-120:]} | | | |")
+            else:
+                lines.append(f"| {n} | {v['seconds']:.2f} | {v['first_seconds']:.2f} | {v['peak_rss_mb']:.0f} | "
+                             f"{v['rss_data_mb']:.0f} |")
+    if results.get("targets"):
+        lines += ["", "### Targets (issue 13, item 11)", "", "| target | measured | required | met |", "|---|---:|---:|:---:|"]
+        for t in results["targets"]:
+            req = f"<= {t['threshold']:g}" if t.get("at_most") else f">= {t['threshold']:g}"
+            lines.append(f"| {t['target']} | {t['value']:.3f} | {req} | {_yes(t['met'])} |")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------
 def environment():
     import numba
     import scipy
@@ -460,8 +691,10 @@ def environment():
             "thread_env": {k: os.environ.get(k) for k in THREAD_VARS},
             "threadpoolctl": _THREADPOOL_LIMITER is not None, "numba_threads": numba.get_num_threads()}
     if threadpool_info is not None:
-        info["threadpools"] = [{k: p.get(k) for k in ("internal_api", "num_threads", "version")}
+        info["threadpools"] = [{k: p.get(k) for k in ("internal_api", "num_threads", "version", "architecture")}
                                for p in threadpool_info()]
+    info["openblas_env_removed"] = REMOVED_OPENBLAS_ENV
+    info["openblas_env"] = {k: os.environ.get(k) for k in OPENBLAS_OVERRIDES}
     try:
         import subprocess
 
@@ -480,14 +713,42 @@ def environment():
     return info
 
 
-def run(quick=False, with_gpy=None, log=print):
-    """All measurements; returns the results dict that ``--json`` writes."""
+def run(quick=False, with_gpy=None, log=print, pythons=None, baseline=None, rounds=None, big=False):
+    """All measurements; returns the results dict that ``--json`` writes.
+
+    ``pythons``: {peer: python of its venv} (:func:`peer_pythons`); ``baseline``: another gpexplorer
+    checkout timed alongside; ``rounds``: interleaved rounds per cell; ``big``: the N = 10^6 runs.
+    """
+    import tempfile
+
     with_gpy = gpy_available() if with_gpy is None else with_gpy
+    rounds = rounds or (2 if quick else 5)
+    directory = tempfile.TemporaryDirectory(prefix="bench-sparse-")
+    workers = start_workers(pythons or {}, baseline)
+    try:
+        results = _run(quick, with_gpy, log, workers, rounds, directory.name)
+        if big:
+            results["big"] = compare_big(pythons or {}, baseline, directory.name, log=log)
+    finally:
+        for w in workers.values():
+            w.close()
+        directory.cleanup()
+    results["targets"] = assess(results)
+    results["load_average_end"] = _loadavg()
+    return results
+
+
+def _run(quick, with_gpy, log, workers, rounds, directory):
     timing_kw = dict(target_seconds=0.3, min_repeats=3) if quick else dict(target_seconds=1.5, min_repeats=5)
     results = {"quick": quick, "environment": environment(), "load_average_start": _loadavg(), "setup": {
         "data": "X ~ U(0, 6), y = sin 3x + 0.3 cos 7x + N(0, 0.09), seed %d; Z evenly spaced on [0, 6]" % SEED,
         "kernel": {"variance": VARIANCE, "lengthscale": LENGTHSCALE}, "noise_variance": NOISE_VARIANCE,
-        "jitter": JITTER, "flop_formula": FLOP_FORMULA}, "cells": [], "failures": []}
+        "jitter": JITTER, "flop_formula": FLOP_FORMULA}, "cells": [], "failures": [], "rounds": rounds,
+        "workers": {n: w.info.get("version") for n, w in workers.items()},
+        "worker_info": {n: w.info for n, w in workers.items()}}
+    if not quick:
+        log("# matmul rate ...", file=sys.stderr)
+        first_matmul = matmul_gflops()
     for N, M, target in SIZES:
         if quick and N > QUICK_MAX_N:
             continue
@@ -511,10 +772,21 @@ def run(quick=False, with_gpy=None, log=print):
                 cell["lml_agree"] = bool(cell["lml_rel_diff"] < LML_RTOL)
                 if approximation == "vfe" and not cell["lml_agree"]:
                     results["failures"].append(f"vfe N={N} M={M}: log ML {l1!r} (gpexplorer) vs {l2!r} (GPy)")
+            if workers:
+                log(f"# {approximation.upper()} N={N} M={M}: interleaved with {', '.join(workers)} ...", file=sys.stderr)
+                cell["compare"] = compare_cell(workers, N, M, approximation, rounds, directory)
+                lml = cell["compare"]["log_marginal_likelihood"]
+                if "gpflow" in lml and abs(lml["gpflow"] - lml["gpexplorer"]) > LML_RTOL * abs(lml["gpexplorer"]):
+                    results["failures"].append(f"{approximation} N={N} M={M}: log ML {lml['gpexplorer']!r} "
+                                               f"(gpexplorer) vs {lml['gpflow']!r} (GPflow)")
             results["cells"].append(cell)
+    if workers:
+        log("# Snelson VFE fit, interleaved ...", file=sys.stderr)
+        results["fits"] = compare_fits(workers, rounds, directory)
     if not quick:
-        log("# matmul rate ...", file=sys.stderr)
-        peak = matmul_gflops()
+        log("# matmul rate again ...", file=sys.stderr)
+        second_matmul = matmul_gflops()  # the faster of two, before and after: the machine's rate
+        peak = max(first_matmul, second_matmul, key=lambda r: r["gflops"])
         results["matmul"] = peak
         results["efficiency"] = []
         for cell in results["cells"]:
@@ -535,7 +807,6 @@ def run(quick=False, with_gpy=None, log=print):
                                target_seconds=timing_kw["target_seconds"], min_repeats=1 if quick else 3)
         opt["label"] = label
         results["optimisation"].append(opt)
-    results["load_average_end"] = _loadavg()
     return results
 
 
@@ -632,6 +903,7 @@ def format_markdown(results):
                 lines.append(f"| {o['approximation'].upper()} | {o['label']} (max {o['max_iter']}) | {g['seconds']:.3f} | - | - | "
                              f">={OPTIMISATION_TARGET:g}x | - | - | {g['nlml']:.4f} | - | {g['n_iter']}/{g['n_eval']} | - | "
                              f"{g['repeats']}/- |")
+    lines += format_comparison(results)
     lines.append("")
     lines.append(f"FD: Richardson-extrapolated central differences (steps {FD_STEP:g}, {2 * FD_STEP:g}; log space "
                  "for variance, lengthscale, noise; the two Z with the largest |gradient|) against gpexplorer's "
@@ -662,13 +934,28 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, skip N=20000: a smoke run")
     parser.add_argument("--json", metavar="PATH", help="write every number measured as JSON")
-    parser.add_argument("--no-gpy", action="store_true", help="gpexplorer side only")
+    parser.add_argument("--no-gpy", action="store_true", help="no GPy (in this process)")
+    parser.add_argument("--peers", default="gpflow,gpytorch",
+                        help="worker peers, comma-separated, each in its own venv (README.md); '' for none")
+    parser.add_argument("--baseline", metavar="CHECKOUT", help="also time gpexplorer from this checkout "
+                        "(e.g. the pre-move worktree), interleaved, with this venv")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds per measurement (default 5, quick 2)")
+    parser.add_argument("--big", action="store_true", help=f"one evaluation at N={BIG_N}, M={BIG_M} per library, "
+                        "fresh process each, with peak memory")
+    parser.add_argument("--keep-openblas-env", action="store_true",
+                        help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE as set (they are unset by default)")
     args = parser.parse_args(argv)
     pin_threads()
     with_gpy = False if args.no_gpy else gpy_available()
     if not with_gpy and not args.no_gpy:
-        print("GPy is not importable: measuring gpexplorer only (pip install -e '.[bench]')", file=sys.stderr)
-    results = run(quick=args.quick, with_gpy=with_gpy)
+        print("GPy is not importable: no GPy column (pip install -e '.[bench]')", file=sys.stderr)
+    wanted = [p for p in args.peers.split(",") if p]
+    pythons = peer_pythons(wanted)
+    for name in sorted(set(wanted) - set(pythons)):
+        print(f"{name}: no venv at {os.environ.get(PEER_PYTHONS[name][0], PEER_PYTHONS[name][1])} "
+              f"(set ${PEER_PYTHONS[name][0]}; see README.md): skipped", file=sys.stderr)
+    results = run(quick=args.quick, with_gpy=with_gpy, pythons=pythons, baseline=args.baseline, rounds=args.rounds,
+                  big=args.big)
     print(format_markdown(results))
     if args.json:
         Path(args.json).write_text(json.dumps(_jsonable(results), indent=2))
