@@ -388,3 +388,29 @@ def test_every_registered_kernel_and_feature_runs_through_the_generic_tests():
     test_only = set(features_for_tests.TEST_FEATURES.values())
     assert set(generic.FEATURE_TYPES.values()) == set(FEATURES.values()) | test_only
     assert set(generic.PAIRS) == {(k, f) for k in generic.KERNEL_CASES for f in generic.FEATURE_TYPES}
+
+
+#: a jitted function takes at most this many positional arguments and returns tuples of at most
+#: JIT_MAX_TUPLE entries (larger groups travel as named tuples, read by field name)
+JIT_MAX_ARGS, JIT_MAX_TUPLE = 6, 4
+
+
+def _jitted_functions():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            names = {d.id if isinstance(d, ast.Name) else getattr(d, "attr", None) for d in node.decorator_list}
+            if names & JIT_DECORATORS:
+                yield path.relative_to(ROOT), node
+
+
+def test_jitted_signatures_stay_small():
+    functions = list(_jitted_functions())
+    assert len(functions) > 10  # the walk finds the compiled leaves
+    too_many = [f"{p}:{f.lineno} {f.name} ({len(f.args.args)} arguments)" for p, f in functions
+                if len(f.args.args) > JIT_MAX_ARGS]
+    long_tuples = [f"{p}:{r.lineno} {f.name} returns a {len(r.value.elts)}-tuple" for p, f in functions
+                   for r in ast.walk(f) if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)
+                   and len(r.value.elts) > JIT_MAX_TUPLE]
+    assert not too_many and not long_tuples, too_many + long_tuples
