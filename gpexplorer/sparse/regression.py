@@ -79,6 +79,7 @@ class _GPRBase(KernelAndNoise):
         new.kernel = self.kernel.copy()
         if hasattr(self, "inducing"):
             new.inducing = self.inducing.copy()
+            new.workspace = sparse.Workspace()  # a copy evaluated on another thread must not wait
         new.fit_result = None
         return new
 
@@ -147,6 +148,7 @@ class SparseGPR(_GPRBase):
         if not isinstance(Z, InducingFeature) and np.ndim(Z) == 0:
             Z = initial_inducing_inputs(self.X, Z, z_init, seed)
         self.inducing = as_feature(Z, self.X.shape[1])
+        self.workspace = sparse.Workspace()  # [M, N] work arrays reused between evaluations
         clash = set(self.inducing.parameter_names) & (set(self.kernel.param_names) | {NOISE})
         if clash:
             raise ValueError(f"the inducing feature's parameter(s) {sorted(clash)} clash with the kernel's or the noise")
@@ -207,7 +209,8 @@ class SparseGPR(_GPRBase):
     def _objective(self, grad):
         Kuu, Kuf, kdiag = self._matrices()
         result, posterior = sparse.collapsed_objective(
-            Kuu, Kuf, kdiag, self.y, self.noise_variance, self.jitter, self.approximation, grad=grad)
+            Kuu, Kuf, kdiag, self.y, self.noise_variance, self.jitter, self.approximation, grad=grad,
+            workspace=self.workspace)
         self.jitter_used = result.jitter_used
         result.extras.update(Kuu=Kuu, Kuf=Kuf, posterior=posterior)
         return result
@@ -231,7 +234,8 @@ class SparseGPR(_GPRBase):
         fused = FUSED_OBJECTIVES.find(type(self.inducing), type(self.kernel))
         if fused is not None:
             F, grads, g_feature, terms, self.jitter_used = fused(
-                self.inducing, self.kernel, self.X, self.y, self.noise_variance, self.jitter, self.approximation)
+                self.inducing, self.kernel, self.X, self.y, self.noise_variance, self.jitter, self.approximation,
+                workspace=self.workspace)
             grads.update(g_feature)
             return F, grads, terms
         r = self._objective(grad=True)
