@@ -190,3 +190,12 @@ def fisher_information(covariance, theta, h=1e-5):
         e[i] = h
         derivatives.append(B_inv @ (covariance(theta + e) - covariance(theta - e)) / (2 * h))
     return np.array([[0.5 * np.trace(Mi @ Mj) for Mj in derivatives] for Mi in derivatives])
+
+
+def exact_gp(X, y, Xs, kernel, noise):
+    """Plain-numpy GP regression: mean and variance of f* (GPML eq. 2.25-2.26)."""
+    K = kernel.K(X) + noise * np.eye(len(y))
+    Ks = kernel.K(X, Xs)
+    mean = Ks.T @ np.linalg.solve(K, y)
+    var = kernel.Kdiag(Xs) - np.einsum("ij,ij->j", Ks, np.linalg.solve(K, Ks))
+    return mean, var

@@ -20,6 +20,7 @@ from gpexplorer.likelihoods.forward_models import get_forward_model
 from gpexplorer.linearized import comparison
 from gpexplorer.linearized.comparison import ComparisonSettings, InversionProblem
 from gpexplorer.linearized.gp import PAPER_BOUNDS, LinearizedGP
+from reference_linearized import exact_gp
 
 ALL = list(comparison.METHODS)
 
@@ -32,15 +33,6 @@ def toy_problem(forward="sin", n_train=60, n_points=300, seed=0):
     train, test = np.sort(order[:n_train]), np.sort(order[n_train:])
     return InversionProblem(d.x[train], d.y[train], d.x[:, 0], f"toy {forward}", f_true=d.f, y_grid=d.y,
                             test=test), g
-
-
-def exact_gp(X, y, Xs, kernel, noise):
-    """Plain-numpy GP regression: mean and variance of f* (GPML eq. 2.25-2.26)."""
-    K = kernel.K(X) + noise * np.eye(len(y))
-    Ks = kernel.K(X, Xs)
-    mean = Ks.T @ np.linalg.solve(K, y)
-    var = kernel.Kdiag(Xs) - np.einsum("ij,ij->j", Ks, np.linalg.solve(K, Ks))
-    return mean, var
 
 
 def test_the_method_table_and_settings():

@@ -19,6 +19,7 @@ from gpexplorer.linearized import comparison
 from gpexplorer.ui.linearized import settings as cfg
 from gpexplorer.ui.linearized.figures import PLOT_POINTS, thinned
 from gpexplorer.ui.linearized.lab import LinearizedLab
+from reference_linearized import exact_gp
 
 ALL = list(comparison.METHODS)
 
@@ -36,15 +37,6 @@ def _finish(lab, timeout=180):
 
 def _latent(lab, method, column="mean"):
     return np.array(lab.latent.sources[method].data[column], dtype=float)
-
-
-def exact_gp(X, y, Xs, kernel, noise):
-    """Plain-numpy GP regression: mean and variance of f* (GPML eq. 2.25-2.26)."""
-    K = kernel.K(X) + noise * np.eye(len(y))
-    Ks = kernel.K(X, Xs)
-    mean = Ks.T @ np.linalg.solve(K, y)
-    var = kernel.Kdiag(Xs) - np.einsum("ij,ij->j", Ks, np.linalg.solve(K, Ks))
-    return mean, var
 
 
 # --- settings -> views ---------------------------------------------------------------------------
