@@ -45,17 +45,13 @@ def solve_lower_inplace(L, X, transpose):
     if M == 0 or N == 0:
         return X
     Lc = np.ascontiguousarray(L)
-    side = np.array([_R], dtype=np.uint8)
-    uplo = np.array([_U], dtype=np.uint8)
-    trans = np.array([_T if transpose else _N], dtype=np.uint8)
-    diag = np.array([_N], dtype=np.uint8)
-    m = np.array([N], dtype=np.int32)
-    n = np.array([M], dtype=np.int32)
+    # Fortran passes every argument by reference: the characters, sizes and the scalar live in
+    # three small arrays (slices of them are views, not new arrays)
+    chars = np.array([_R, _U, _T if transpose else _N, _N], dtype=np.uint8)  # side, uplo, trans, diag
+    sizes = np.array([N, M, M, N], dtype=np.int32)  # m, n, lda, ldb
     one = np.array([1.0])
-    lda = np.array([M], dtype=np.int32)
-    ldb = np.array([N], dtype=np.int32)
-    _dtrsm(side.ctypes, uplo.ctypes, trans.ctypes, diag.ctypes, m.ctypes, n.ctypes, one.ctypes,
-           Lc.ctypes, lda.ctypes, X.ctypes, ldb.ctypes)
+    _dtrsm(chars[0:].ctypes, chars[1:].ctypes, chars[2:].ctypes, chars[3:].ctypes, sizes[0:].ctypes,
+           sizes[1:].ctypes, one.ctypes, Lc.ctypes, sizes[2:].ctypes, X.ctypes, sizes[3:].ctypes)
     return X
 
 
@@ -84,17 +80,12 @@ def syrk_update(A, C, alpha):
     if M == 0 or K == 0:
         return C
     Ac = np.ascontiguousarray(A)
-    uplo = np.array([_U], dtype=np.uint8)
-    trans = np.array([_T], dtype=np.uint8)
-    n = np.array([M], dtype=np.int32)
-    k = np.array([K], dtype=np.int32)
-    scale = np.array([alpha])
-    one = np.array([1.0])
-    lda = np.array([K], dtype=np.int32)
-    ldc = np.array([M], dtype=np.int32)
+    chars = np.array([_U, _T], dtype=np.uint8)  # uplo, trans
+    sizes = np.array([M, K, K, M], dtype=np.int32)  # n, k, lda, ldc
+    scalars = np.array([alpha, 1.0])  # alpha, beta
     # column-major upper triangle == row-major lower triangle
-    _dsyrk(uplo.ctypes, trans.ctypes, n.ctypes, k.ctypes, scale.ctypes, Ac.ctypes, lda.ctypes,
-           one.ctypes, C.ctypes, ldc.ctypes)
+    _dsyrk(chars[0:].ctypes, chars[1:].ctypes, sizes[0:].ctypes, sizes[1:].ctypes, scalars[0:].ctypes, Ac.ctypes,
+           sizes[2:].ctypes, scalars[1:].ctypes, C.ctypes, sizes[3:].ctypes)
     return C
 
 

@@ -62,3 +62,48 @@ def test_timing_quartiles_stay_within_the_measured_range(bench):
                           min_repeats=2, max_repeats=2)
     assert out["repeats"] == 2
     assert 0.0 < out["min_ms"] <= out["q1_ms"] <= out["median_ms"] <= out["q3_ms"]
+
+
+# the worker protocol of sparse_peers.py (peers run as processes in their own venvs) ----------
+
+
+def test_gpexplorer_worker_answers_info_and_eval(bench, tmp_path):
+    """A worker in this venv: the same protocol the GPflow and GPyTorch workers speak."""
+    import sys
+
+    X, y, Z = bench.make_problem(60, 6)
+    data = bench.write_data(tmp_path, "tiny", X, y, Z)
+    worker = bench.peers.PeerProcess("gpexplorer", sys.executable, "gpexplorer")
+    try:
+        assert worker.ask({"kind": "info"})["library"] == "gpexplorer"
+        out = worker.ask({"kind": "eval", "data": data, "approximation": "fitc", "repeats": 3})
+    finally:
+        worker.close()
+    assert len(out["times_ms"]) == 3 and all(t > 0.0 for t in out["times_ms"])
+    ours = bench.gpexplorer_model(X, y, Z, "fitc").log_marginal_likelihood()
+    assert out["log_marginal_likelihood"] == pytest.approx(ours, rel=1e-12)
+
+
+def test_interleaved_rounds_rotate_and_collect_every_block(bench):
+    calls = []
+    sides = {name: (lambda repeats, name=name: calls.append(name) or [1.0] * repeats) for name in "abc"}
+    times = bench.peers.interleave(sides, rounds=3, block={"a": 1, "b": 2, "c": 3})
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 6, "c": 9}
+
+
+@pytest.mark.parametrize("peer", ["gpflow", "gpytorch"])
+def test_peer_worker_agrees_with_gpexplorer(bench, tmp_path, peer):
+    pythons = bench.peer_pythons([peer])
+    if peer not in pythons:
+        pytest.skip(f"no {peer} venv (see tests/benchmarks/README.md)")
+    X, y, Z = bench.make_problem(60, 6)
+    data = bench.write_data(tmp_path, "tiny", X, y, Z)
+    worker = bench.peers.PeerProcess(peer, pythons[peer], peer)
+    try:
+        out = worker.ask({"kind": "eval", "data": data, "approximation": "vfe", "repeats": 2})
+    finally:
+        worker.close()
+    ours = bench.gpexplorer_model(X, y, Z, "vfe").log_marginal_likelihood()
+    # GPflow adds the same jitter; GPyTorch its own, so only roughly
+    assert out["log_marginal_likelihood"] == pytest.approx(ours, rel=1e-9 if peer == "gpflow" else 1e-3)

@@ -161,12 +161,12 @@ def test_workspace_gives_the_same_result_and_keeps_its_arrays(approximation):
     ws = objectives.Workspace()
     fresh = objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, approximation, grad=True)
     first = objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, approximation, grad=True, workspace=ws)
-    arrays = {k: id(v) for k, v in ws._arrays.items()}
+    arrays = {k: id(v) for k, v in ws._arrays.items() if k != "last"}
     second = objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, approximation, grad=True,
                                             workspace=ws)
     _same(fresh, first)
     _same(first, second)
-    assert {k: id(v) for k, v in ws._arrays.items()} == arrays  # reused, not reallocated
+    assert {k: id(v) for k, v in ws._arrays.items() if k != "last"} == arrays  # reused, not reallocated
     assert ws.nbytes >= Kuf.nbytes
     assert ws.nbytes <= (3 if approximation == "fitc" else 1) * Kuf.nbytes + Kuf.shape[0] * core.FITC_BLOCK * 8
 
@@ -176,7 +176,7 @@ def test_results_never_alias_the_workspace():
     ws = objectives.Workspace()
     r, post = objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, "fitc", grad=True, workspace=ws)
     kept = copy.deepcopy((r.dKuu, r.dKuf, r.dKdiag, r.extras["g"], post.L, post.LB, post.weights))
-    for a in ws._arrays.values():
+    for a in (v for v in ws._arrays.values() if isinstance(v, np.ndarray)):
         a.fill(np.nan)
     for before, after in zip(kept, (r.dKuu, r.dKuf, r.dKdiag, r.extras["g"], post.L, post.LB, post.weights)):
         np.testing.assert_array_equal(before, after)
@@ -201,7 +201,7 @@ def test_a_busy_workspace_is_not_shared():
     Kuu, Kuf, kdiag, y = _matrices()
     ws = objectives.Workspace()
     objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, "fitc", grad=True, workspace=ws)
-    for a in ws._arrays.values():
+    for a in (v for v in ws._arrays.values() if isinstance(v, np.ndarray)):
         a.fill(7.0)
     expected = objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, "fitc", grad=True)
     assert ws._lock.acquire()  # as if another evaluation were running
@@ -210,7 +210,7 @@ def test_a_busy_workspace_is_not_shared():
     finally:
         ws._lock.release()
     _same(expected, got)
-    assert all(np.all(a == 7.0) for a in ws._arrays.values())
+    assert all(np.all(a == 7.0) for a in ws._arrays.values() if isinstance(a, np.ndarray))
 
 
 def test_threads_sharing_a_workspace_get_correct_results():

@@ -13,10 +13,9 @@ syrk 2 + gemm 2.
 
 Arguments and results are grouped in the named tuples below; the functions called from Python
 also take plain tuples in the same field order (typed faster, see kernels._loops) and name
-them on entry. Every [M, N] array an evaluation
-writes lives in :class:`Buffers`, which the caller allocates once and reuses (a fresh [M, N]
-array per call costs page faults: a quarter to a third of an evaluation), so these functions
-allocate only [M, M] and [N] arrays.
+them on entry. Every [M, N] array an evaluation writes lives in :class:`Buffers`, which the
+caller allocates once and reuses (a fresh [M, N] array per call costs page faults: a quarter
+to a third of an evaluation), so these functions allocate only [M, M] and [N] arrays.
 """
 
 import math
@@ -133,34 +132,33 @@ def homoscedastic(mats, settings, buf):
 
 
 @njit_cached
-def _scaled_syrk(A, scale, C, S):
+def _scaled_syrk(A, scale, C, S, signed):
     """C += A diag(scale)^2 A^T (lower triangle), a block of columns at a time through the
-    scratch S: columns with a negative ``scale`` enter with a minus sign (scale = -sqrt|w|)."""
+    scratch S. With ``signed``, columns whose ``scale`` is not positive enter with a minus sign
+    (scale = -sqrt|w| for a negative weight w)."""
     M, N = A.shape
     block = max(1, S.shape[0] // max(M, 1))
-    order = np.empty(block, dtype=np.int64)  # a block's columns, those with scale > 0 first
+    order = np.empty(block, dtype=np.int64)  # a block's columns: positive scale from the front
     for j0 in range(0, N, block):
         j1 = min(N, j0 + block)
-        n_pos = 0
+        if not signed:
+            P = S[: M * (j1 - j0)].reshape((M, j1 - j0))
+            for m in range(M):
+                for i in range(j1 - j0):
+                    P[m, i] = A[m, j0 + i] * scale[j0 + i]
+            blas.syrk_update(P, C, 1.0)
+            continue
+        n_pos, back = 0, j1 - j0
         for j in range(j0, j1):
             if scale[j] > 0.0:
                 order[n_pos] = j
                 n_pos += 1
-        n_all = n_pos
-        for j in range(j0, j1):
-            if not scale[j] > 0.0:
-                order[n_all] = j
-                n_all += 1
-        P = S[: M * n_all].reshape((M, n_all))
-        if n_pos == n_all:  # one sign: a straight scaled copy
-            for m in range(M):
-                for i in range(n_all):
-                    P[m, i] = A[m, j0 + i] * scale[j0 + i]
-            blas.syrk_update(P, C, 1.0)
-            continue
-        n_neg = n_all - n_pos
+            else:
+                back -= 1
+                order[back] = j
+        n_neg = j1 - j0 - n_pos
         Apos = S[: M * n_pos].reshape((M, n_pos))
-        Aneg = S[M * n_pos: M * n_all].reshape((M, n_neg))
+        Aneg = S[M * n_pos: M * (j1 - j0)].reshape((M, n_neg))
         for m in range(M):  # gathers without branches
             for i in range(n_pos):
                 Apos[m, i] = A[m, order[i]] * scale[order[i]]
@@ -189,7 +187,7 @@ def fitc(mats, settings, buf):
     # round-off can push diag(Qff) above diag(Kff): clip, and that entry is then constant
     active = gap > 0.0
     g = np.where(active, gap, 0.0) + noise
-    LB = np.linalg.cholesky(_scaled_syrk(A, 1.0 / np.sqrt(g), eye.copy(), buf.S))  # B = I + A G^-1 A^T
+    LB = np.linalg.cholesky(_scaled_syrk(A, 1.0 / np.sqrt(g), eye.copy(), buf.S, False))  # B = I + A G^-1 A^T
     c = blas.solve_lower_vec(LB, np.dot(A, y / g), False)
     terms = np.empty(4)
     terms[0] = 0.5 * N * LOG_2PI
@@ -220,7 +218,7 @@ def fitc(mats, settings, buf):
     blas.solve_lower_inplace(L, U, True)
     P_alpha = blas.solve_lower_vec(L, np.dot(A, alpha), True)
     # A diag(w) A^T: the columns with w > 0 add, those with w <= 0 subtract
-    AwA = _scaled_syrk(A, np.where(w > 0.0, np.sqrt(np.abs(w)), -np.sqrt(np.abs(w))), np.zeros((M, M)), buf.S)
+    AwA = _scaled_syrk(A, np.where(w > 0.0, np.sqrt(np.abs(w)), -np.sqrt(np.abs(w))), np.zeros((M, M)), buf.S, True)
     # dF/dKuu = -1/2 [L^{-T}(I - B^{-1} - 2 A diag(w) A^T)L^{-1} - (P alpha)(P alpha)^T]
     dKuu = -0.5 * (_sandwich(L, eye - Binv - 2.0 * AwA) - np.outer(P_alpha, P_alpha))
     return Collapsed(terms, post, MatrixGradients(dKuu, U, P_alpha, alpha, w, dnoise))

@@ -137,7 +137,7 @@ class Workspace:
 
     @property
     def nbytes(self):
-        return sum(a.nbytes for a in self._arrays.values())
+        return sum(a.nbytes for a in self._arrays.values() if isinstance(a, np.ndarray))
 
     def clear(self):
         with self._lock:
@@ -170,13 +170,19 @@ def _array(arrays, name, shape):
 def _buffers(arrays, M, N, D, code, fused):
     """A plain tuple in the field order of core.Buffers for an [M, N] problem, reusing the
     arrays of ``arrays`` whose shape fits (plain tuples cross into numba faster: kernels._loops)."""
-    A = _array(arrays, "A", (M, N))
     fitc = code == core.FITC
-    return (_array(arrays, "Xs", (N, D)) if fused else _E2,
-            _array(arrays, "Kuf", (M, N)) if fused else _E2,
-            A,
-            _array(arrays, "W", (M, N)) if fitc else A,  # DTC/VFE write dF/dKuf over A
-            _array(arrays, "S", (M * max(1, min(N, core.FITC_BLOCK)),)) if fitc else _E1)
+    key = (M, N, D, fitc, fused)
+    last = arrays.get("last")
+    if last is not None and last[0] == key:
+        return last[1]
+    A = _array(arrays, "A", (M, N))
+    buf = (_array(arrays, "Xs", (N, D)) if fused else _E2,
+           _array(arrays, "Kuf", (M, N)) if fused else _E2,
+           A,
+           _array(arrays, "W", (M, N)) if fitc else A,  # DTC/VFE write dF/dKuf over A
+           _array(arrays, "S", (M * max(1, min(N, core.FITC_BLOCK)),)) if fitc else _E1)
+    arrays["last"] = (key, buf)
+    return buf
 
 
 _E1 = np.empty(0)

@@ -585,7 +585,8 @@ def compare_big(pythons, baseline, directory, n=BIG_N, M=BIG_M, approximation="v
     X, y, Z = make_problem(n, M)
     data = write_data(directory, f"problem-{n}-{M}", X, y, Z)
     del X, y
-    runs = [("gpexplorer", sys.executable, "gpexplorer", str(REPO))]
+    here = str(Path(sys.modules["gpexplorer"].__file__).resolve().parents[1])  # the checkout imported here
+    runs = [("gpexplorer", sys.executable, "gpexplorer", here)]
     if baseline:
         runs.append(("baseline", sys.executable, "gpexplorer", baseline))
     runs += [(name, pythons[name], name, None) for name in ("gpflow",) if name in pythons]
