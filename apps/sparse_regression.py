@@ -2,7 +2,7 @@
 
 import panel as pn
 
-from gpexplorer.ui.lab_base import lab_page
+from gpexplorer.ui.page import lab_page
 from gpexplorer.ui.sparse.lab import SparseRegressionLab
 
 pn.extension()

@@ -1,5 +1,5 @@
 """What every lab page does the same way: URL sync, state JSON, silenced updates, the next
-tick, CSV uploads, the job widgets, and the served page around the lab.
+tick, CSV uploads and the job widgets (the served page around a lab is ``ui/page.py``).
 
 A lab subclasses :class:`LabBase` with its own Param settings (one object per session, the
 single source of truth: widgets are generated from it, the URL mirrors it, the JSON export
@@ -16,11 +16,9 @@ import json
 import panel as pn
 
 from gpexplorer.ui.jobs import JobControls, JobPoller
-from gpexplorer.ui.markup import LightBootstrapTemplate, TextBlock, status_html, upload_html
+from gpexplorer.ui.markup import TextBlock, status_html, upload_html
 
-__all__ = ["LabBase", "next_tick", "lab_page", "SIDEBAR_WIDTH"]
-
-SIDEBAR_WIDTH = 340  # pixels of the served page's sidebar; the Jupyter layout gives controls 330
+__all__ = ["LabBase", "next_tick"]
 
 
 def next_tick(callback):
@@ -31,14 +29,6 @@ def next_tick(callback):
     where rewriting a ColumnDataSource raises; a next-tick callback always holds it. It also lets
     a change already made reach the browser before what the callback sends."""
     pn.state.execute(callback, schedule=True)
-
-
-def lab_page(lab, title):
-    """The served page: ``lab``'s controls in the sidebar, its views in the main area. Build it
-    inside ``pn.io.hold(freeze=True)`` (one model-graph recompute for the whole page) and call
-    ``.servable(...)`` on it, as the files in ``apps/`` do."""
-    return LightBootstrapTemplate(title=title, sidebar=[lab.controls()], main=[lab.views()],
-                                  sidebar_width=SIDEBAR_WIDTH)
 
 
 class LabBase(JobControls, pn.viewable.Viewer):
