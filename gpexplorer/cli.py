@@ -2,7 +2,10 @@
 
     gpexplorer snelson [--seeds 0 1 2] [--M 15]   thesis ch. 3 on Snelson: exact vs FITC vs VFE
     gpexplorer sweep [--Ms 4 6 8 10 15 20]        VFE bound and upper bound against M
-    gpexplorer serve [--port 5006] [--show]       all dashboards (apps/*.py) with `panel serve`
+    gpexplorer serve [--port 5006] [--show] [--num-procs N]
+                                                  all dashboards (apps/*.py) with `panel serve`
+    gpexplorer warmup                             compile and cache the numerical kernels once
+                                                  (a fresh install's first page then opens at once)
     gpexplorer reproduce egp-table1|eks-figure1|usps|seismic [--folds N] [--quick]
                                                   linearised-GP paper results beside the papers'
 """
@@ -45,12 +48,18 @@ def _reproduce(args):
     print(text)
 
 
+def _warmup(args):
+    from gpexplorer import warmup
+
+    warmup.main()
+
+
 def apps_dir() -> Path:
     """The repository's ``apps/`` folder, next to the installed (editable) package."""
     return Path(__file__).resolve().parent.parent / "apps"
 
 
-def serve_command(port=5006, address="127.0.0.1", show=False, apps=None):
+def serve_command(port=5006, address="127.0.0.1", show=False, apps=None, num_procs=1):
     """The ``panel serve`` command line that starts every page in ``apps/``."""
     folder = apps_dir() if apps is None else Path(apps)
     pages = sorted(str(p) for p in folder.glob("*.py") if not p.name.startswith("_"))
@@ -60,11 +69,15 @@ def serve_command(port=5006, address="127.0.0.1", show=False, apps=None):
     cmd = [sys.executable, "-m", "panel", "serve", *pages, "--port", str(port), "--address", address,
            "--allow-websocket-origin", f"{address}:{port}", "--allow-websocket-origin", f"localhost:{port}",
            "--websocket-max-message-size", str(WEBSOCKET_MAX_BYTES)]
+    if num_procs != 1:
+        cmd += ["--num-procs", str(num_procs)]  # Bokeh forks this many server processes (0: one per core)
     return cmd + (["--show"] if show else [])
 
 
 def _serve(args):
-    cmd = serve_command(args.port, args.address, args.show)
+    if args.num_procs < 0:
+        raise ValueError(f"--num-procs must be 0 (one per core) or more, not {args.num_procs}")
+    cmd = serve_command(args.port, args.address, args.show, num_procs=args.num_procs)
     pages = [Path(p).stem for p in cmd if p.endswith(".py")]
     print(f"gpexplorer: serving {', '.join(pages)} at http://{args.address}:{args.port}/", flush=True)
     for page in pages:
@@ -96,7 +109,11 @@ def main(argv=None):
     p.add_argument("--address", default="127.0.0.1")
     p.add_argument("--show", action="store_true", help="open a browser tab")
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    p.add_argument("--num-procs", type=int, default=1,
+                   help="server processes sharing the port (Bokeh's multi-process serving; 0: one per core)")
     p.set_defaults(func=_serve)
+    p = sub.add_parser("warmup", help="compile and cache the numerical kernels (run once after installing)")
+    p.set_defaults(func=_warmup)
     p = sub.add_parser("reproduce", help="EGP/UGP and EKS/UKS paper experiments beside the papers' numbers")
     p.add_argument("experiment", choices=["egp-table1", "eks-figure1", "usps", "seismic"])
     p.add_argument("--folds", type=int, default=None,
