@@ -1,8 +1,253 @@
-"""``gpexplorer warmup``: compile the numba kernels a first page needs and cache them on disk."""
+"""``gpexplorer warmup``: compile the numba kernels the dashboards use and cache them on disk.
+
+numba compiles each jitted function on its first call and keeps the machine code in its cache
+(``gpexplorer._jit``). On a fresh install that cache is empty, and the first page would wait
+20-40 s for the compiler. This module runs, on small data, every numerical path the two labs
+take (the sparse comparison with each approximation and kernel, the joint fit, the M sweep and
+the add-one curve; EGP / UGP / EKS / UKS evaluation, learning and the free-energy profile), so
+that afterwards a page only loads machine code from disk.
+
+The paths are split into independent workloads run in parallel worker processes (one per core,
+at most :data:`MAX_WORKERS`): numba compiles while holding the GIL, so threads would not help,
+but separate processes fill the same on-disk cache. ``tests/ui/test_warmup.py`` checks that
+after a warm-up the labs compile nothing.
+
+A finished warm-up leaves a marker in the cache directory (which is keyed by the jitted sources,
+see ``gpexplorer._jit``), so :func:`is_warm` tells whether this install still needs one;
+``gpexplorer serve`` starts one in the background when it does (:func:`start_in_background`),
+and the pages show its progress (:func:`progress`) instead of compiling the same code again.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
-def main() -> None:
-    """Placeholder until the warm-up set is measured (issue 14 item 1)."""
-    raise NotImplementedError
+import numpy as np
+
+MAX_WORKERS = 4
+MARKER = "warmed-up"
+PROGRESS_FILE = "warmup-progress.json"
+STALE_SECONDS = 300  # a progress file not updated for this long belongs to a warm-up that died
+
+
+def cache_dir() -> pathlib.Path | None:
+    """The numba cache directory of this install's jitted sources (None if not writable)."""
+    import numba
+
+    from gpexplorer import _jit  # noqa: F401  (sets numba.config.CACHE_DIR)
+
+    path = pathlib.Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else None
+    return path if path is not None and os.access(path, os.W_OK) else None
+
+
+def is_warm() -> bool:
+    """Whether a warm-up finished for these jitted sources (or the cache is not ours to fill)."""
+    folder = cache_dir()
+    return folder is None or (folder / MARKER).exists()
+
+
+def progress() -> dict | None:
+    """{"done", "total", "finished", "error"} of a warm-up under way or finished, else None.
+
+    None too when the progress file was not updated for :data:`STALE_SECONDS` (its process died)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    path = folder / PROGRESS_FILE
+    try:
+        state = json.loads(path.read_text())
+        age = time.time() - path.stat().st_mtime
+    except (OSError, ValueError):
+        return None
+    if not state.get("finished") and age > STALE_SECONDS:
+        return None
+    return state
+
+
+def _write_progress(**state):
+    folder = cache_dir()
+    if folder is None:
+        return
+    tmp = folder / f".{PROGRESS_FILE}.{os.getpid()}"
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, folder / PROGRESS_FILE)  # readers never see half a file
+
+
+def start_in_background() -> subprocess.Popen | None:
+    """Start ``python -m gpexplorer.warmup`` unless the cache is warm or a warm-up is running."""
+    state = progress()
+    if is_warm() or (state is not None and not state.get("finished")):
+        return None
+    _write_progress(done=0, total=len(WORKLOADS), finished=False, error=None)
+    return subprocess.Popen([sys.executable, "-m", "gpexplorer.warmup", "--quiet"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def _snelson_small():
+    """Snelson's 200 points: K(Z, X) must be large enough to take the SIMD path (SIMD_MIN_ENTRIES)
+    while Kuu takes the loop path, as on the lab's first page."""
+    from gpexplorer import datasets
+
+    return datasets.snelson()
+
+
+def sparse_comparison():
+    """The sparse lab's first plot: every approximation at fixed parameters, samples, badges."""
+    from gpexplorer import kernels
+    from gpexplorer.sparse.comparison import APPROXIMATIONS, ParameterSet, compare, default_grid
+
+    ds = _snelson_small()
+    grid = default_grid(ds.X, n=50)
+    for kernel in kernels.KERNELS.values():
+        p = ParameterSet(kernel(), 0.1, ds.X[::13].copy())
+        compare(ds, {name: p for name in APPROXIMATIONS}, grid, n_samples=3)
+
+
+def sparse_fit():
+    """*Optimise*: every approximation fitted jointly with the exact GP, for each kernel."""
+    from gpexplorer import kernels
+    from gpexplorer.sparse.comparison import APPROXIMATIONS, ParameterSet
+    from gpexplorer.sparse.joint_fit import fit_all
+
+    ds = _snelson_small()
+    for kernel in kernels.KERNELS.values():
+        start = ParameterSet(kernel(), 0.1, ds.X[::13].copy())
+        fit_all(ds, start, [n for n in APPROXIMATIONS if n != "exact"], max_iter=3)
+        fit_all(ds, start, ["fitc", "vfe"], fixed=("inducing",), max_iter=2, vfe_from_fitc=True)
+
+
+def sparse_studies():
+    """The M sweep (with the tightened upper bound) and the add-one curve."""
+    from gpexplorer import kernels
+    from gpexplorer.sparse import studies
+
+    ds = _snelson_small()
+    kernel = kernels.SquaredExponential()
+    studies.m_sweep(ds, kernel, 0.1, [2, 4], max_iter=3, tighten_upper_bound=2)
+    candidates = np.linspace(float(ds.X.min()), float(ds.X.max()), 7)[:, None]
+    for approximation in ("fitc", "vfe"):
+        studies.add_one_inducing_curve(ds.X, ds.y, kernel, 0.1, ds.X[::6].copy(), approximation, candidates)
+
+
+def linearized_methods():
+    """The linearised lab: each method's inner loop, predictions and close-up on the toy problem."""
+    from gpexplorer.linearized import comparison as lin
+
+    for forward_name in ("sin", "tanh2"):
+        data, forward = _toy_problem(forward_name)
+        for kernel in ("matern52", "se"):
+            for how in ("quadrature", "unscented"):
+                s = lin.ComparisonSettings(kernel=kernel, max_iter=5, n_features=20, y_prediction=how)
+                for method in lin.active_methods(lin.METHODS, forward)[0]:
+                    result = lin.evaluate(method, data, forward, s)
+                    if result.error is None:
+                        lin.closeup(result, forward, 0.0, s.kappa)
+
+
+def linearized_learning():
+    """*Learn* and *Profile free energy* of the linearised lab."""
+    from gpexplorer.linearized import comparison as lin
+
+    data, forward = _toy_problem("sin")
+    for search in ("fisher", "cobyla"):
+        s = lin.ComparisonSettings(max_iter=5, n_features=20, max_evals=6, gp_search=search)
+        lin.learn_hyperparameters(list(lin.METHODS), data, forward, s)
+    s = lin.ComparisonSettings(max_iter=5, n_features=20)
+    params = {m: s.hyperparameters for m in lin.METHODS}
+    lin.profile_methods(list(lin.METHODS), data, forward, s, params, "lengthscale")
+
+
+def _toy_problem(forward_name):
+    """A small copy of the lab's toy inversion problem, arrays read-only as the lab shares them."""
+    from gpexplorer.experiments.linearized_papers import toy_inversion_data
+    from gpexplorer.likelihoods.forward_models import get_forward_model
+    from gpexplorer.linearized.comparison import InversionProblem
+
+    forward = get_forward_model(forward_name)
+    d = toy_inversion_data(forward, n_points=120)  # a 60 x 60 K(X, X): the SIMD path, as in the lab
+    x, f, y = d.x[:, 0].copy(), d.f.copy(), d.y.copy()
+    for a in (x, f, y):
+        a.setflags(write=False)
+    train = np.arange(0, 120, 2)
+    test = np.setdiff1d(np.arange(120), train)
+    return InversionProblem(x[train, None], y[train], x, "warm-up", f_true=f, y_grid=y, test=test), forward
+
+
+#: name -> workload, the longest first (the pool starts them in this order)
+WORKLOADS = {
+    "sparse comparison": sparse_comparison,
+    "sparse fit": sparse_fit,
+    "linearised methods": linearized_methods,
+    "linearised learning": linearized_learning,
+    "sparse M sweep and add-one curve": sparse_studies,
+}
+
+
+def _run(name):
+    import warnings
+
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tiny problems: jitter and convergence warnings are expected
+        WORKLOADS[name]()
+    return name, time.perf_counter() - start
+
+
+def run(workers=None, progress=None) -> dict:
+    """Run every workload (in ``workers`` processes; 0 or 1: in this process); returns name -> s.
+
+    ``progress(done, total, name, seconds)`` is called as each workload finishes."""
+    names = list(WORKLOADS)
+    workers = min(MAX_WORKERS, os.cpu_count() or 1, len(names)) if workers is None else int(workers)
+    timings = {}
+    if workers <= 1:
+        for name in names:
+            timings[name] = _run(name)[1]
+            if progress:
+                progress(len(timings), len(names), name, timings[name])
+        return timings
+    import multiprocessing
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for future in as_completed([pool.submit(_run, name) for name in names]):
+            name, seconds = future.result()
+            timings[name] = seconds
+            if progress:
+                progress(len(timings), len(names), name, seconds)
+    return timings
+
+
+def main(workers=None, quiet=False) -> None:
+    """The console command: run the workloads, report each as it finishes, leave the marker."""
+    start = time.perf_counter()
+    say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
+    say("gpexplorer warmup: compiling the numerical kernels (once per install) ...")
+    total = len(WORKLOADS)
+    _write_progress(done=0, total=total, finished=False, error=None)
+
+    def report(done, total, name, seconds):
+        _write_progress(done=done, total=total, finished=False, error=None)
+        say(f"  [{done}/{total}] {name}: {seconds:.1f} s")
+
+    try:
+        run(workers, report)
+    except Exception as err:
+        _write_progress(done=0, total=total, finished=True, error=f"{type(err).__name__}: {err}")
+        raise
+    folder = cache_dir()
+    if folder is not None:
+        (folder / MARKER).write_text(f"{time.time():.0f}\n")
+    _write_progress(done=total, total=total, finished=True, error=None)
+    say(f"done in {time.perf_counter() - start:.1f} s; the dashboards now start without compiling")
+
+
+if __name__ == "__main__":  # via the package's module, so the worker processes can find _run
+    from gpexplorer.warmup import main as _main
+
+    _main(quiet="--quiet" in sys.argv)

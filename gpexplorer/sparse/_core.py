@@ -76,10 +76,24 @@ def _sandwich(L, S):
 
 
 @njit_cached
+def _outer_self(v):
+    """v v^T (np.outer's generic implementation costs about a second of compile time)."""
+    n = v.shape[0]
+    out = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = v[i] * v[j]
+    return out
+
+
+@njit_cached
 def _factor_A(Kuu, Kuf, jitter, A):
     """L = chol(Kuu + jitter I) and A = L^{-1} Kuf written into the buffer A [M, N]."""
     L = np.linalg.cholesky(Kuu + jitter * np.eye(Kuu.shape[0]))
-    A[:, :] = Kuf
+    M, N = Kuf.shape
+    for m in range(M):  # a loop, not A[:, :] = Kuf: numba's broadcasting assignment compiles slowly
+        for n in range(N):
+            A[m, n] = Kuf[m, n]
     blas.solve_lower_inplace(L, A, False)
     return L
 
@@ -124,7 +138,7 @@ def homoscedastic(mats, settings, buf):
     dKuf = buf.W
     np.dot(_sandwich(L, (Binv - vfe * eye) / noise), Kuf, dKuf)
     # dF/dKuu = -1/2 [L^{-T}((I - B^{-1}) - vfe (B - I)) L^{-1} - (P alpha)(P alpha)^T]
-    dKuu = -0.5 * (_sandwich(L, (eye - Binv) - vfe * (AAT / noise)) - np.outer(P_alpha, P_alpha))
+    dKuu = -0.5 * (_sandwich(L, (eye - Binv) - vfe * (AAT / noise)) - _outer_self(P_alpha))
     trace_Cinv = (N - M + np.trace(Binv)) / noise
     dnoise = 0.5 * (trace_Cinv - np.dot(alpha, alpha)) - vfe * terms[3] / noise
     grads = MatrixGradients(dKuu, dKuf, P_alpha, alpha, np.full(N, 0.5 * vfe / noise), dnoise)
@@ -183,10 +197,12 @@ def fitc(mats, settings, buf):
     for m in range(M):
         for n in range(N):
             q[n] += A[m, n] * A[m, n]
-    gap = kdiag - q
     # round-off can push diag(Qff) above diag(Kff): clip, and that entry is then constant
-    active = gap > 0.0
-    g = np.where(active, gap, 0.0) + noise
+    active = np.empty(N, dtype=np.bool_)
+    g = np.empty(N)
+    for n in range(N):  # loops rather than np.where: a faster first compile
+        active[n] = kdiag[n] > q[n]
+        g[n] = (kdiag[n] - q[n] if active[n] else 0.0) + noise
     LB = np.linalg.cholesky(_scaled_syrk(A, 1.0 / np.sqrt(g), eye.copy(), buf.S, False))  # B = I + A G^-1 A^T
     c = blas.solve_lower_vec(LB, np.dot(A, y / g), False)
     terms = np.empty(4)
@@ -209,7 +225,12 @@ def fitc(mats, settings, buf):
             AU[n] += A[m, n] * U[m, n]
     w_full = 0.5 * (1.0 / g - AU / (g * g) - alpha * alpha)  # diag W = 1/2 (diag C^{-1} - alpha^2)
     dnoise = np.sum(w_full)  # dg/ds2 = 1 for every entry, clipped or not: dF/ds2 = tr(W)
-    w = np.where(active, w_full, 0.0)  # clipped entries no longer depend on Kff or Qff
+    w = np.zeros(N)  # clipped entries no longer depend on Kff or Qff
+    signed_root = np.empty(N)  # sqrt|w| with the sign of w, for A diag(w) A^T below
+    for n in range(N):
+        if active[n]:
+            w[n] = w_full[n]
+        signed_root[n] = math.sqrt(abs(w[n])) if w[n] > 0.0 else -math.sqrt(abs(w[n]))
     # W_Q = W - diag(w): dF/dKuf = L^{-T} [B^{-1} A G^{-1} - 2 A diag(w)] - (P alpha) alpha^T
     inv_g = 1.0 / g
     for m in range(M):
@@ -218,9 +239,9 @@ def fitc(mats, settings, buf):
     blas.solve_lower_inplace(L, U, True)
     P_alpha = blas.solve_lower_vec(L, np.dot(A, alpha), True)
     # A diag(w) A^T: the columns with w > 0 add, those with w <= 0 subtract
-    AwA = _scaled_syrk(A, np.where(w > 0.0, np.sqrt(np.abs(w)), -np.sqrt(np.abs(w))), np.zeros((M, M)), buf.S, True)
+    AwA = _scaled_syrk(A, signed_root, np.zeros((M, M)), buf.S, True)
     # dF/dKuu = -1/2 [L^{-T}(I - B^{-1} - 2 A diag(w) A^T)L^{-1} - (P alpha)(P alpha)^T]
-    dKuu = -0.5 * (_sandwich(L, eye - Binv - 2.0 * AwA) - np.outer(P_alpha, P_alpha))
+    dKuu = -0.5 * (_sandwich(L, eye - Binv - 2.0 * AwA) - _outer_self(P_alpha))
     return Collapsed(terms, post, MatrixGradients(dKuu, U, P_alpha, alpha, w, dnoise))
 
 

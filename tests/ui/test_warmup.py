@@ -1,0 +1,134 @@
+"""``gpexplorer warmup`` compiles what the labs use, and the pages wait for a warm-up under way."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gpexplorer import warmup
+
+# drives both labs through what a first lesson does, counting numba compilations (cache loads
+# do not fire numba's "numba:compile" event; a compilation does)
+LAB_WORKOUT = r"""
+import json, sys
+from numba.core import event
+compiled = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Count())
+from gpexplorer.ui import LinearizedLab, SparseRegressionLab
+def finish(lab):
+    lab.job.join(300)
+    lab.poll_job()
+    return lab.job.state
+lab = SparseRegressionLab()
+lab.settings.max_iter = 20
+lab.start_fit()
+states = [finish(lab)]
+lab.settings.sweep_max_M = 5
+lab.start_sweep()
+states.append(finish(lab))
+for kernel in ("matern32", "periodic", "rq"):
+    lab.settings.kernel = kernel
+lin = LinearizedLab()
+lin.settings.max_evals = 8
+lin.start_learning()
+states.append(finish(lin))
+lin.settings.forward = "tanh2"
+print(json.dumps({"compiled": compiled, "states": states}))
+"""
+
+
+def _env(cache):
+    return {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONWARNINGS": "ignore"}
+
+
+@pytest.mark.slow
+def test_after_a_warmup_the_labs_compile_nothing(tmp_path):
+    cold = subprocess.run([sys.executable, "-c", LAB_WORKOUT], env=_env(tmp_path / "cold"), capture_output=True,
+                          text=True, timeout=600)
+    assert cold.returncode == 0, cold.stderr[-2000:]
+    cold_run = json.loads(cold.stdout.strip().splitlines()[-1])
+    assert cold_run["compiled"], "an empty cache must compile: the workout would prove nothing"
+
+    done = subprocess.run([sys.executable, "-m", "gpexplorer.cli", "warmup"], env=_env(tmp_path / "warm"),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[5/5]" in done.stdout and "done in" in done.stdout
+    warm = subprocess.run([sys.executable, "-c", LAB_WORKOUT], env=_env(tmp_path / "warm"), capture_output=True,
+                          text=True, timeout=600)
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    warm_run = json.loads(warm.stdout.strip().splitlines()[-1])
+    assert warm_run["states"] == cold_run["states"] == ["done", "done", "done"]
+    assert warm_run["compiled"] == [], f"the warm-up missed {sorted(set(warm_run['compiled']))}"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(warmup, "cache_dir", lambda: tmp_path)
+    return tmp_path
+
+
+def test_a_finished_warmup_leaves_its_marker_and_progress(cache, monkeypatch):
+    monkeypatch.setattr(warmup, "WORKLOADS", {"a": lambda: None, "b": lambda: None})
+    assert not warmup.is_warm() and warmup.progress() is None
+    warmup.main(workers=1, quiet=True)
+    assert warmup.is_warm()
+    assert warmup.progress() == {"done": 2, "total": 2, "finished": True, "error": None}
+
+
+def test_a_failed_warmup_reports_its_error_and_is_not_warm(cache, monkeypatch):
+    def broken():
+        raise RuntimeError("no compiler")
+
+    monkeypatch.setattr(warmup, "WORKLOADS", {"broken": broken})
+    with pytest.raises(RuntimeError):
+        warmup.main(workers=1, quiet=True)
+    assert not warmup.is_warm()
+    state = warmup.progress()
+    assert state["finished"] and "no compiler" in state["error"]
+
+
+def test_a_warmup_that_died_is_not_waited_for(cache):
+    (cache / warmup.PROGRESS_FILE).write_text(json.dumps({"done": 1, "total": 5, "finished": False, "error": None}))
+    assert warmup.progress()["done"] == 1
+    old = time.time() - warmup.STALE_SECONDS - 5
+    os.utime(cache / warmup.PROGRESS_FILE, (old, old))
+    assert warmup.progress() is None
+
+
+def test_serve_does_not_start_a_second_warmup(cache, monkeypatch):
+    started = []
+    monkeypatch.setattr(warmup.subprocess, "Popen", lambda *a, **k: started.append(a) or object())
+    assert warmup.start_in_background() is not None
+    assert warmup.start_in_background() is None  # the first one's progress file says it is under way
+    (cache / warmup.MARKER).write_text("1")
+    (cache / warmup.PROGRESS_FILE).unlink()
+    assert warmup.start_in_background() is None  # warm already
+    assert len(started) == 1
+
+
+def test_pages_wait_for_a_warmup_under_way_and_build_when_it_ends(cache):
+    import panel as pn
+    from bokeh.document import Document
+
+    from gpexplorer.ui import preparing
+
+    warmup._write_progress(done=2, total=5, finished=False, error=None)
+    sidebar, main = pn.Column(), pn.Column()
+    built = []
+    doc = Document()
+    with pn.io.server.set_curdoc(doc):
+        callback = preparing.when_warm(lambda: built.append(1) or (["controls"], ["views"]), [sidebar, main])
+        assert callback is not None and not built
+        assert "Preparing (first run only)" in main.objects[0].object and "2 of 5" in main.objects[0].object
+        warmup._write_progress(done=5, total=5, finished=True, error=None)
+        callback.callback()  # one poll
+    assert built == [1]
+    assert [o.object for o in sidebar.objects] == ["controls"] and [o.object for o in main.objects] == ["views"]
