@@ -7,7 +7,6 @@ from gpexplorer.ui.linearized.lab import LinearizedLab
 
 pn.extension()
 
-lab = LinearizedLab()
 with pn.io.hold(freeze=True):  # one model-graph recompute for the whole page, not one per root
-    lab_page(lab, "gpexplorer: linearised inference lab (EGP / UGP / EKS / UKS)").servable(
+    lab_page(LinearizedLab, "gpexplorer: linearised inference lab (EGP / UGP / EKS / UKS)").servable(
         title="Linearised inference lab")

@@ -7,6 +7,5 @@ from gpexplorer.ui.sparse.lab import SparseRegressionLab
 
 pn.extension()
 
-lab = SparseRegressionLab()
 with pn.io.hold(freeze=True):  # one model-graph recompute for the whole page, not one per root
-    lab_page(lab, "gpexplorer: sparse-regression lab (FITC vs VFE)").servable(title="Sparse regression lab")
+    lab_page(SparseRegressionLab, "gpexplorer: sparse-regression lab (FITC vs VFE)").servable(title="Sparse regression lab")
