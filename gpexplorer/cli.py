@@ -59,8 +59,9 @@ def apps_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "apps"
 
 
-def serve_command(port=5006, address="127.0.0.1", show=False, apps=None, num_procs=1):
-    """The ``panel serve`` command line that starts every page in ``apps/``."""
+def serve_command(port=5006, address="127.0.0.1", show=False, apps=None, num_procs=1, index=None):
+    """The ``panel serve`` command line that starts every page in ``apps/``; with ``index`` (an
+    HTML file, see ``gpexplorer.ui.front_page``) that page is the front page at ``/``."""
     folder = apps_dir() if apps is None else Path(apps)
     pages = sorted(str(p) for p in folder.glob("*.py") if not p.name.startswith("_"))
     if not pages:
@@ -69,6 +70,10 @@ def serve_command(port=5006, address="127.0.0.1", show=False, apps=None, num_pro
     cmd = [sys.executable, "-m", "panel", "serve", *pages, "--port", str(port), "--address", address,
            "--allow-websocket-origin", f"{address}:{port}", "--allow-websocket-origin", f"localhost:{port}",
            "--websocket-max-message-size", str(WEBSOCKET_MAX_BYTES)]
+    if index is not None:
+        from gpexplorer.ui.front_page import FRONT_DIR, STATIC_ROUTE  # a path only: no panel import
+
+        cmd += ["--index", str(index), "--static-dirs", f"{STATIC_ROUTE}={FRONT_DIR}"]
     if num_procs != 1:
         cmd += ["--num-procs", str(num_procs)]  # Bokeh forks this many server processes (0: one per core)
     return cmd + (["--show"] if show else [])
@@ -77,11 +82,18 @@ def serve_command(port=5006, address="127.0.0.1", show=False, apps=None, num_pro
 def _serve(args):
     if args.num_procs < 0:
         raise ValueError(f"--num-procs must be 0 (one per core) or more, not {args.num_procs}")
-    cmd = serve_command(args.port, args.address, args.show, num_procs=args.num_procs)
+    import tempfile
+
+    from gpexplorer.ui.front_page import write_index
+    from gpexplorer.ui.lessons import LABS
+
+    index = write_index(tempfile.mkdtemp(prefix="gpexplorer-front-"))
+    cmd = serve_command(args.port, args.address, args.show, num_procs=args.num_procs, index=index)
     pages = [Path(p).stem for p in cmd if p.endswith(".py")]
-    print(f"gpexplorer: serving {', '.join(pages)} at http://{args.address}:{args.port}/", flush=True)
+    base = f"http://{args.address}:{args.port}"
+    print(f"gpexplorer: front page with the labs and lessons at {base}/", flush=True)
     for page in pages:
-        print(f"  http://{args.address}:{args.port}/{page}", flush=True)
+        print(f"  {LABS.get(page, page)}: {base}/{page}", flush=True)
     if args.dry_run:
         print(" ".join(cmd))
         return

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import panel as pn
 
-from gpexplorer.ui.markup import LightBootstrapTemplate
+from gpexplorer.ui.lessons import lesson_html
+from gpexplorer.ui.markup import LightBootstrapTemplate, TextBlock
 from gpexplorer.ui.preparing import when_warm
 
 __all__ = ["lab_page", "SIDEBAR_WIDTH"]
 
 SIDEBAR_WIDTH = 340  # pixels of the served page's sidebar; the Jupyter layout gives controls 330
+#: the URL path of each lab's page (apps/<name>.py), as lessons name them
+LAB_ROUTES = {"SparseRegressionLab": "sparse_regression", "LinearizedLab": "linearized"}
 
 
 def lab_page(lab, title):
@@ -20,13 +23,18 @@ def lab_page(lab, title):
     with its progress and builds the lab when the warm-up is done (``ui/preparing.py``), so the
     session does not compile the same code a second time. Build the page inside
     ``pn.io.hold(freeze=True)`` (one model-graph recompute for the whole page) and call
-    ``.servable(...)`` on it, as the files in ``apps/`` do."""
+    ``.servable(...)`` on it, as the files in ``apps/`` do.
+
+    With ``?lesson=<id>&step=<k>`` in the URL a lesson card (``ui/lessons.py``) heads the views."""
     sidebar, main = pn.Column(sizing_mode="stretch_width"), pn.Column(sizing_mode="stretch_width")
+
+    lab_class = lab if isinstance(lab, type) else type(lab)
+    card = lesson_html(LAB_ROUTES.get(lab_class.__name__, ""), pn.state.session_args or {})
 
     def build():
         the_lab = lab() if isinstance(lab, type) or not hasattr(lab, "controls") else lab
         with pn.io.hold():
-            return [the_lab.controls()], [the_lab.views()]
+            return [the_lab.controls()], ([TextBlock(card)] if card else []) + [the_lab.views()]
 
     when_warm(build, [sidebar, main])
     return LightBootstrapTemplate(title=title, sidebar=[sidebar], main=[main], sidebar_width=SIDEBAR_WIDTH)

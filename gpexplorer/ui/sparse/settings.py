@@ -62,7 +62,8 @@ class LabSettings(param.Parameterized):
     optimise_Z = param.Boolean(default=True, doc="Optimise the inducing inputs")
     restarts = param.Integer(default=0, bounds=(0, 10), doc="Random restarts per fit")
     max_iter = param.Integer(default=300, bounds=(1, 5000), softbounds=(1, 1000), doc="L-BFGS-B iterations")
-    vfe_from_fitc = param.Boolean(default=False, doc="Start VFE from FITC's optimum (thesis 3.2.5)")
+    vfe_from_fitc = param.Boolean(default=False, label="VFE from FITC's optimum",
+                                  doc="Start VFE from FITC's optimum (thesis 3.2.5)")
     sweep_max_M = param.Integer(default=30, bounds=(2, 200), softbounds=(2, 60), doc="Largest M of the sweep")
     inducing_inputs = param.List(default=[], item_type=float, precedence=-1,
                                  doc="Inducing inputs set by dragging (1-D); empty = initialise")

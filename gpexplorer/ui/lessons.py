@@ -1,0 +1,160 @@
+"""Lessons for the classroom: short sequences of lab states with a few sentences each.
+
+A lesson is a plain JSON file in ``gpexplorer/ui/lessons/`` (a teacher writes one without
+Python)::
+
+    {"id": "why-inducing-points", "title": "...", "lab": "sparse_regression",
+     "summary": "one line for the front page",
+     "steps": [{"title": "...", "text": "two or three sentences", "state": {"M": 3, ...}}, ...]}
+
+``state`` holds the lab's URL settings (the keys its address bar shows); a step is opened as
+``/<lab>?lesson=<id>&step=<k>&<state>``, so a lesson is just a list of links and each step loads
+through the same URL state a user can type. :func:`load_lessons` validates every file against
+the lab's settings and says what is wrong (file, step, key) instead of failing in the page.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import pathlib
+import urllib.parse
+from dataclasses import dataclass
+
+LESSONS_DIR = pathlib.Path(__file__).resolve().parent / "lessons"
+#: query keys of the lesson feature, which are not lab settings
+RESERVED_KEYS = ("lesson", "step", "presenter")
+LABS = {"sparse_regression": "Sparse regression lab", "linearized": "Linearised inference lab"}
+
+
+class LessonError(ValueError):
+    """A lesson file that cannot be used, with what is wrong in it."""
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    text: str
+    state: dict
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    title: str
+    lab: str
+    summary: str
+    steps: tuple
+
+    def url(self, k: int) -> str:
+        """Path and query of step ``k`` (1-based): the lab with the step's state in its URL."""
+        step = self.steps[k - 1]
+        query = {"lesson": self.id, "step": k}
+        query.update({key: value if isinstance(value, str) else json.dumps(value) for key, value in step.state.items()})
+        return f"/{self.lab}?{urllib.parse.urlencode(query)}"
+
+
+def _settings_for(lab):
+    """A fresh settings object of ``lab`` and the names its URL carries."""
+    if lab == "sparse_regression":
+        from gpexplorer.ui.sparse import settings as cfg
+
+        return cfg.LabSettings(), cfg.url_parameters() + ["inducing_inputs"]
+    from gpexplorer.ui.linearized import settings as cfg
+
+    return cfg.LinearizedSettings(), cfg.url_parameters()
+
+
+def _check_step(where, lab, raw):
+    if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not isinstance(raw.get("title"), str):
+        raise LessonError(f"{where}: a step needs a 'title' and a 'text' (strings)")
+    state = raw.get("state", {})
+    if not isinstance(state, dict):
+        raise LessonError(f"{where}: 'state' must be an object of settings")
+    settings, names = _settings_for(lab)
+    for key, value in state.items():
+        if key in RESERVED_KEYS or key not in names:
+            raise LessonError(f"{where}: unknown setting {key!r} for the {LABS[lab]} (known: {', '.join(names)})")
+        try:
+            settings.param.update({key: value})
+        except (ValueError, TypeError) as err:
+            raise LessonError(f"{where}: {key}={value!r} is not accepted: {err}") from None
+    return Step(raw["title"], raw["text"], dict(state))
+
+
+def parse_lesson(data: dict, source: str = "lesson") -> Lesson:
+    """A validated :class:`Lesson` from the decoded JSON of one file."""
+    if not isinstance(data, dict):
+        raise LessonError(f"{source}: a lesson is a JSON object")
+    for key in ("id", "title", "lab", "summary"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise LessonError(f"{source}: '{key}' must be a non-empty string")
+    if data["lab"] not in LABS:
+        raise LessonError(f"{source}: unknown lab {data['lab']!r}; one of {', '.join(LABS)}")
+    if not all(c.isalnum() or c == "-" for c in data["id"]):
+        raise LessonError(f"{source}: 'id' may hold only letters, digits and '-' (it goes into URLs)")
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not steps:
+        raise LessonError(f"{source}: 'steps' must be a non-empty list")
+    parsed = tuple(_check_step(f"{source}, step {k}", data["lab"], raw) for k, raw in enumerate(steps, 1))
+    return Lesson(data["id"], data["title"], data["lab"], data["summary"], parsed)
+
+
+def load_lessons(folder=LESSONS_DIR) -> dict:
+    """id -> Lesson for every ``*.json`` in ``folder``, in file-name order; LessonError if one is bad."""
+    lessons = {}
+    for path in sorted(pathlib.Path(folder).glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise LessonError(f"{path.name}: not readable JSON ({err})") from None
+        lesson = parse_lesson(data, path.name)
+        if lesson.id in lessons:
+            raise LessonError(f"{path.name}: lesson id {lesson.id!r} is used twice")
+        lessons[lesson.id] = lesson
+    return lessons
+
+
+def lesson_html(lab: str, query: dict, lessons=None) -> str:
+    """The lesson card of a lab page for its query (``lesson``, ``step``); "" without a lesson.
+
+    An unknown lesson or step gives a card that says so (the lab works as usual)."""
+    lesson_id = _first(query.get("lesson"))
+    if not lesson_id:
+        return ""
+    try:
+        lessons = load_lessons() if lessons is None else lessons
+    except LessonError as err:
+        return _card("Lessons unavailable", f"<p>{html.escape(str(err))}</p>", error=True)
+    lesson = lessons.get(lesson_id)
+    if lesson is None or lesson.lab != lab:
+        return _card("Unknown lesson", f"<p>There is no lesson {html.escape(lesson_id)!s} for this lab. "
+                     '<a href="/">All lessons</a></p>', error=True)
+    try:
+        k = int(_first(query.get("step")) or 1)
+    except ValueError:
+        k = 0
+    if not 1 <= k <= len(lesson.steps):
+        return _card(lesson.title, f"<p>This lesson has steps 1 to {len(lesson.steps)}; "
+                     f'<a href="{html.escape(lesson.url(1))}">start at step 1</a>.</p>', error=True)
+    step = lesson.steps[k - 1]
+    links = [f'<a id="lesson-prev" href="{html.escape(lesson.url(k - 1))}">&larr; previous</a>' if k > 1 else "",
+             f'<a id="lesson-next" href="{html.escape(lesson.url(k + 1))}">next &rarr;</a>' if k < len(lesson.steps)
+             else '<a id="lesson-end" href="/">all lessons</a>']
+    body = (f"<p style='margin:4px 0'>{html.escape(step.text)}</p>"
+            f"<p style='margin:4px 0'>{' &nbsp; '.join(link for link in links if link)}</p>")
+    return _card(f"{lesson.title}: step {k} of {len(lesson.steps)}, {step.title}", body)
+
+
+def _first(value):
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else None
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return value
+
+
+def _card(title, body, error=False):
+    colour = "#f8d7da" if error else "#e7f1ff"
+    return (f'<div id="lesson-card" style="background:{colour};border:1px solid #9ab;border-radius:8px;'
+            f'padding:6px 12px;margin:4px 0"><b>{html.escape(title)}</b>{body}</div>')

@@ -1,0 +1,62 @@
+"""Every lesson file validates against its lab's settings; malformed lessons are named, not raised in a page."""
+
+import json
+import urllib.parse
+
+import pytest
+
+from gpexplorer.ui import lessons
+
+
+def test_every_lesson_file_loads_and_every_step_state_is_accepted():
+    loaded = lessons.load_lessons()
+    assert len(loaded) >= 6
+    assert {lesson.lab for lesson in loaded.values()} == set(lessons.LABS)
+    for lesson in loaded.values():
+        for k, step in enumerate(lesson.steps, 1):
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(lesson.url(k)).query)
+            assert query["lesson"] == [lesson.id] and query["step"] == [str(k)]
+            assert set(query) - {"lesson", "step"} == set(step.state)
+            assert 40 < len(step.text) < 700, (lesson.id, k)  # two or three sentences
+
+
+GOOD = {"id": "x", "title": "T", "lab": "sparse_regression", "summary": "s",
+        "steps": [{"title": "a", "text": "b", "state": {"M": 3}}]}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"lab": "nope"}, "unknown lab 'nope'"),
+    ({"steps": []}, "'steps' must be a non-empty list"),
+    ({"id": "has space"}, "'id' may hold only"),
+    ({"title": ""}, "'title' must be a non-empty string"),
+    ({"steps": [{"title": "a", "text": "b", "state": {"Mm": 3}}]}, "step 1: unknown setting 'Mm'"),
+    ({"steps": [{"title": "a", "text": "b", "state": {"M": -3}}]}, "step 1: M=-3 is not accepted"),
+    ({"steps": [{"title": "a", "text": "b", "state": {"lesson": "y"}}]}, "unknown setting 'lesson'"),
+    ({"steps": [{"text": "b"}]}, "needs a 'title' and a 'text'"),
+])
+def test_a_bad_lesson_is_named_with_what_is_wrong(change, message):
+    with pytest.raises(lessons.LessonError, match=message.replace("(", r"\(")):
+        lessons.parse_lesson({**GOOD, **change}, "bad.json")
+
+
+def test_a_duplicate_id_or_broken_json_is_reported(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps(GOOD))
+    (tmp_path / "b.json").write_text(json.dumps(GOOD))
+    with pytest.raises(lessons.LessonError, match="used twice"):
+        lessons.load_lessons(tmp_path)
+    (tmp_path / "b.json").write_text("{not json")
+    with pytest.raises(lessons.LessonError, match="b.json: not readable JSON"):
+        lessons.load_lessons(tmp_path)
+
+
+def test_the_card_names_its_step_links_its_neighbours_and_survives_bad_queries():
+    loaded = {"x": lessons.parse_lesson({**GOOD, "steps": GOOD["steps"] * 3})}
+    card = lessons.lesson_html("sparse_regression", {"lesson": [b"x"], "step": [b"2"]}, loaded)
+    assert "step 2 of 3" in card and 'id="lesson-prev"' in card and 'id="lesson-next"' in card
+    assert "step=1" in card and "step=3" in card
+    assert 'id="lesson-end"' in lessons.lesson_html("sparse_regression", {"lesson": ["x"], "step": ["3"]}, loaded)
+    assert "steps 1 to 3" in lessons.lesson_html("sparse_regression", {"lesson": ["x"], "step": ["9"]}, loaded)
+    assert "steps 1 to 3" in lessons.lesson_html("sparse_regression", {"lesson": ["x"], "step": ["two"]}, loaded)
+    assert "Unknown lesson" in lessons.lesson_html("sparse_regression", {"lesson": ["nope"]}, loaded)
+    assert "Unknown lesson" in lessons.lesson_html("linearized", {"lesson": ["x"]}, loaded)  # another lab's
+    assert lessons.lesson_html("sparse_regression", {}, loaded) == ""
