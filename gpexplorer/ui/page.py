@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import panel as pn
 
+from gpexplorer.ui import presenter
 from gpexplorer.ui.lessons import lesson_html
 from gpexplorer.ui.markup import LightBootstrapTemplate, TextBlock
 from gpexplorer.ui.preparing import when_warm
@@ -25,7 +26,9 @@ def lab_page(lab, title):
     ``pn.io.hold(freeze=True)`` (one model-graph recompute for the whole page) and call
     ``.servable(...)`` on it, as the files in ``apps/`` do.
 
-    With ``?lesson=<id>&step=<k>`` in the URL a lesson card (``ui/lessons.py``) heads the views."""
+    With ``?lesson=<id>&step=<k>`` in the URL a lesson card (``ui/lessons.py``) heads the views;
+    with ``?presenter=1`` the page is in presenter mode (``ui/presenter.py``): sidebar folded,
+    larger type, explanations behind "?" toggles. A button in the sidebar switches modes."""
     sidebar, main = pn.Column(sizing_mode="stretch_width"), pn.Column(sizing_mode="stretch_width")
 
     lab_class = lab if isinstance(lab, type) else type(lab)
@@ -34,7 +37,14 @@ def lab_page(lab, title):
     def build():
         the_lab = lab() if isinstance(lab, type) or not hasattr(lab, "controls") else lab
         with pn.io.hold():
-            return [the_lab.controls()], ([TextBlock(card)] if card else []) + [the_lab.views()]
+            return [toggle, the_lab.controls()], ([TextBlock(card)] if card else []) + [the_lab.views()]
 
+    presenting = presenter.active()
+    toggle = presenter.toggle_button()
     when_warm(build, [sidebar, main])
-    return LightBootstrapTemplate(title=title, sidebar=[sidebar], main=[main], sidebar_width=SIDEBAR_WIDTH)
+    template = LightBootstrapTemplate(title=title, sidebar=[sidebar], main=[main], sidebar_width=SIDEBAR_WIDTH,
+                                      collapsed_sidebar=presenting)
+    if presenting:
+        template.config.raw_css.append(presenter.PRESENTER_CSS)
+        presenter.apply_theme()
+    return template

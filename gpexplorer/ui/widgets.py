@@ -6,6 +6,7 @@ from __future__ import annotations
 import panel as pn
 
 from gpexplorer import kernels
+from gpexplorer.ui import presenter
 from gpexplorer.ui.markup import TextBlock, card_header
 
 __all__ = ["PROMPT_MS", "PromptFloatSlider", "PromptButton", "KERNEL_LABELS", "kernel_choices", "note",
@@ -42,14 +43,32 @@ def kernel_choices(names):
 
 
 def note(html, width):
-    """A short explanation in small print, ``width`` pixels wide."""
+    """A short explanation in small print, ``width`` pixels wide; in presenter mode folded into a
+    "?" toggle that shows it (``ui/presenter.py``)."""
+    if presenter.active():
+        text, toggle = _folded(html, width)
+        return pn.Column(toggle, text)
     return TextBlock(html, width=width, styles={"font-size": "0.85em"})
 
 
+def _folded(html, width):
+    """The note hidden, and a "?" toggle that shows it (in the browser: no server round trip)."""
+    text = TextBlock(html, width=width, styles={"font-size": "0.9em"})
+    text.visible = False
+    toggle = pn.widgets.Toggle(name="?", width=presenter.NOTE_TOGGLE_WIDTH, button_type="light",
+                               css_classes=["gpx-note-toggle"])
+    toggle.jslink(text, value="visible")
+    return text, toggle
+
+
 def with_note(item, html, width):
-    """``item`` (a Bokeh figure or a Panel object) at full width with its explanation beside it."""
+    """``item`` (a Bokeh figure or a Panel object) at full width with its explanation beside it;
+    in presenter mode the explanation is folded under a "?" toggle and the item takes the width."""
     if not isinstance(item, pn.viewable.Viewable):
         item = pn.pane.Bokeh(item, sizing_mode="stretch_width")
+    if presenter.active():
+        text, toggle = _folded(html, None)
+        return pn.Column(pn.Row(item, toggle, sizing_mode="stretch_width"), text, sizing_mode="stretch_width")
     return pn.Row(item, note(html, width), sizing_mode="stretch_width")
 
 

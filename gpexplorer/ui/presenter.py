@@ -1,0 +1,86 @@
+"""Presenter mode for a projector: larger type, explanations folded into "?" buttons, the sidebar
+folded away, so the main plot gets the width of a 1024 x 768 or 1280 x 720 screen.
+
+It is a per-session choice read from the URL (``?presenter=1``); the page's toggle reloads the
+page with the flag flipped and every other setting kept, since the address bar already mirrors
+the lab's state. Nothing global changes: the larger type is a Bokeh theme on this session's
+document and CSS on this page's template.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import panel as pn
+from bokeh.themes import Theme
+
+__all__ = ["KEY", "active", "toggle_button", "PRESENTER_CSS", "apply_theme", "NOTE_TOGGLE_WIDTH"]
+
+KEY = "presenter"
+NOTE_TOGGLE_WIDTH = 34
+#: page text (widgets, readouts, notes) one step larger; Bokeh widgets read --bokeh-font-size
+PRESENTER_CSS = """
+:root { --bokeh-font-size: 15px; --pn-font-size: 15px; font-size: 17px; }
+.title { font-size: 1.6em !important; }
+"""
+#: figure text for the back of the room (defaults only: a size a figure sets itself stays)
+THEME = {"attrs": {
+    "Title": {"text_font_size": "17px"},
+    "Axis": {"axis_label_text_font_size": "16px", "major_label_text_font_size": "14px"},
+    "Legend": {"label_text_font_size": "14px"},
+}}
+
+
+def _flag(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        value = value[-1] if value else ""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def active() -> bool:
+    """Whether this session asked for presenter mode (``?presenter=1``)."""
+    args = pn.state.session_args if pn.state.curdoc is not None else None
+    return bool(args) and _flag(args.get(KEY))
+
+
+def _flipped(search: str, on: bool) -> str:
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(search.lstrip("?"), keep_blank_values=True) if k != KEY]
+    if on:
+        query.append((KEY, "1"))
+    return "?" + urllib.parse.urlencode(query) if query else ""
+
+
+def toggle_button():
+    """"Presenter mode" on/off: reloads this page with the flag flipped (state kept)."""
+    on = active()
+    button = pn.widgets.Button(name="Normal mode" if on else "Presenter mode", button_type="light",
+                               css_classes=["gpx-presenter-toggle"], width=150)
+
+    def flip(_):
+        location = pn.state.location
+        if location is None:
+            return
+        location.reload = True
+        location.search = _flipped(location.search or "", not on)
+
+    button.on_click(flip)
+    return button
+
+
+def apply_theme():
+    """Larger figure text on this session's document, once the page has loaded (Panel sets the
+    template's own theme while it builds the page)."""
+    doc = pn.state.curdoc
+    if doc is None:
+        return
+
+    def apply():
+        base = doc.theme._json if hasattr(doc.theme, "_json") else {}
+        merged = {"attrs": {**base.get("attrs", {})}}
+        for model, values in THEME["attrs"].items():
+            merged["attrs"][model] = {**merged["attrs"].get(model, {}), **values}
+        doc.theme = Theme(json=merged)
+
+    pn.state.onload(apply)
