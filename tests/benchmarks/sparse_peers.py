@@ -30,10 +30,14 @@ from __future__ import annotations
 import os
 import sys
 
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
-              "VECLIB_MAXIMUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
-    os.environ[_name] = "1"
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# A worker pins its pools before numpy is imported. Imported by a process that already has numpy
+# or numba (bench_sparse.py under pytest), it leaves the environment alone: numba re-reads it at
+# every compilation and refuses a NUMBA_NUM_THREADS different from its running pool's.
+if "numpy" not in sys.modules and "numba" not in sys.modules:
+    for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+                  "VECLIB_MAXIMUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        os.environ[_name] = "1"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import gc  # noqa: E402
 import json  # noqa: E402

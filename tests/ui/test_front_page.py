@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import ConsoleErrors, cds_length
+from bokeh_page import ConsoleErrors, cds_length, server_log_problems
 from gpexplorer.ui.lessons import load_lessons
 from server_process import free_port, stop_process_group
 
@@ -47,7 +47,8 @@ def server(tmp_path_factory):
         yield base, log_path
     finally:
         stop_process_group(process)
-    assert "Traceback" not in log_path.read_text(), log_path.read_text()[-3000:]
+    log = server_log_problems(log_path.read_text())
+    assert "Traceback" not in log, log[-3000:]
 
 
 def _watch_hosts(page):
