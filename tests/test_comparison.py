@@ -110,3 +110,23 @@ def test_samples_have_the_predictive_mean_and_spread(snelson):
 def test_unknown_approximation_is_rejected(snelson):
     with pytest.raises(ValueError, match="unknown approximation"):
         compare(snelson, {"nystrom": _params(snelson)}, default_grid(snelson.X, 5))
+
+
+def test_many_inducing_inputs_get_a_badge_that_says_what_is_wrong(snelson):
+    """Issue 14 bug 3: at M = 40 on Snelson the badge read "0 pair(s) closer than 0.01
+    lengthscales; cond(Kuu) = inf". A numerically fine Kuu (12 inputs) gets a finite condition
+    number and no badge; 40 evenly spaced inputs (Kuu numerically singular) are called
+    ill-conditioned, with the jitter and a finite condition number, and never "0 pair(s)"."""
+    fine_Z = np.linspace(float(snelson.X.min()), float(snelson.X.max()), 12)
+    fine = compare(snelson, {"vfe": ParameterSet(kernels.SquaredExponential(1.0, 0.5), 0.09, fine_Z)},
+                   default_grid(snelson.X, 10))
+    assert np.isfinite(fine.results["vfe"].condition_number) and fine.results["vfe"].condition_number < 1e6
+    assert not [b for b in fine.badges if b.approximation == "vfe"]
+    Z = np.linspace(float(snelson.X.min()), float(snelson.X.max()), 40)
+    dense = compare(snelson, {a: ParameterSet(kernels.SquaredExponential(1.0, 0.5), 0.09, Z) for a in ("fitc", "vfe")},
+                    default_grid(snelson.X, 10))
+    for name in ("fitc", "vfe"):
+        assert np.isfinite(dense.results[name].condition_number)
+        text = " ".join(b.message for b in dense.badges if b.approximation == name)
+        assert "ill-conditioned" in text and "jitter 1e-06" in text, text
+        assert "0 pair(s)" not in text and "= inf" not in text

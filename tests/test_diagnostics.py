@@ -55,3 +55,16 @@ def test_evidence_above_the_upper_bound_is_flagged_on_snelson100():
     exact = models.ExactGPR(ds.X, ds.y, kernel=fitc.kernel.copy(), noise_variance=fitc.noise_variance)
     assert tight.upper_bound() == pytest.approx(exact.log_marginal_likelihood(), abs=1e-3)
     assert diagnostics.exceeds_upper_bound(fitc.log_marginal_likelihood(), tight.upper_bound())
+
+
+def test_condition_number_is_finite_for_a_numerically_fine_kuu_with_its_jitter():
+    """Issue 14 bug 3: 40 inducing inputs on [0, 6] with lengthscale 0.5 give a positive definite
+    Kuu whose smallest computed eigenvalue round-off can make <= 0; the matrix factorised is
+    Kuu + jitter I, whose condition number is finite."""
+    k = kernels.SquaredExponential(lengthscale=0.5)
+    Kuu = k.K(np.linspace(0.0, 6.0, 40)[:, None])
+    assert np.linalg.eigvalsh(Kuu)[0] < 1e-10  # numerically singular without jitter
+    cond = diagnostics.condition_number(Kuu, jitter=1e-6)
+    assert np.isfinite(cond)
+    assert cond == pytest.approx(np.linalg.cond(Kuu + 1e-6 * np.eye(40)), rel=1e-3)
+    assert diagnostics.condition_number(np.array([[1.0, 1.0], [1.0, 1.0]]), jitter=1e-6) == pytest.approx(2e6 + 1)

@@ -170,3 +170,44 @@ def test_module_never_calls_eval_exec_or_compile():
     tree = ast.parse(pathlib.Path(expressions.__file__).read_text())
     called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     assert not called & {"eval", "exec", "compile", "__import__", "getattr"}
+
+
+# --- issue 14, bug 7: a typed g is checked where the methods will evaluate it ----------------------
+
+def test_range_check_rejects_an_expression_that_overflows_inside_the_range():
+    expr = parse_expression("exp(exp(exp(f)))")  # parses: finite near f = 0, inf from f = 1.88 on
+    with pytest.raises(ValueError, match=r"exp\(exp\(exp\(f\)\)\).* is inf at f = 1\.[89].*\[-4, 4\]"):
+        expressions.check_on_range(expr, -4.0, 4.0)
+    expressions.check_on_range(expr, -4.0, 1.5)  # below the overflow it is fine
+
+
+@pytest.mark.parametrize("text, match", [
+    ("log(f)", "is NaN at f = -4"),  # undefined for negative f
+    ("sqrt(f)", "is NaN at f = -4"),
+    ("1/f", "is inf at f = 0"),  # the grid holds f = 0, where every method starts
+    ("exp(exp(f))^64", "is inf"),
+    ("exp(f^2)^22", r"larger than 1e\+150"),  # finite, but its square overflows in the methods
+])
+def test_range_check_names_the_first_bad_point(text, match):
+    with pytest.raises(ValueError, match=match):
+        expressions.check_on_range(parse_expression(text), -4.0, 4.0)
+
+
+def test_range_check_checks_the_slope_too():
+    # finite on the whole range, but its slope at f = -4 needs sqrt of a negative number
+    expr = parse_expression("sqrt(f + 4)")
+    assert np.all(np.isfinite(expr(np.linspace(-4, 4, 401))))
+    with pytest.raises(ValueError, match=r"slope of g\(f\) = sqrt\(f \+ 4\) is NaN at f = -4"):
+        expressions.check_on_range(expr, -4.0, 4.0)
+    expressions.check_on_range(expr, -3.0, 4.0)
+
+
+@pytest.mark.parametrize("text", ["sin(f) + 0.1*f^3", "f^64", "exp(exp(f))", "2*sign(f) + f^3", "tanh(2*f)",
+                                  "sqrt(abs(f))", "1/(1 + f^2)"])
+def test_range_check_accepts_expressions_finite_on_the_range(text):
+    expressions.check_on_range(parse_expression(text), -4.0, 4.0)
+
+
+def test_length_message_gives_the_real_length_and_the_limit():
+    with pytest.raises(ValueError, match=r"too long \(40,001 characters; the limit is 200\)"):
+        parse_expression("f" * 40_001)

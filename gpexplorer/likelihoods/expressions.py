@@ -21,6 +21,9 @@ must be finite (``1/0``, ``log(0)`` are refused).
 
 Evaluation never warns: overflow gives inf, invalid operations NaN (numpy error state is
 silenced); :func:`check_finite` turns that into an error when the caller needs finite values.
+Parsing alone does not say where an expression is usable (``exp(exp(exp(f)))`` parses, and is
+inf from f = 1.88 on): :func:`check_on_range` checks the values and the slope on the range of f a
+caller will evaluate, before it accepts the expression.
 """
 
 from __future__ import annotations
@@ -31,12 +34,19 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-__all__ = ["Expression", "parse_expression", "check_finite", "FUNCTIONS", "CONSTANTS",
-           "NON_DIFFERENTIABLE_FUNCTIONS", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT"]
+__all__ = ["Expression", "parse_expression", "check_finite", "check_on_range", "FUNCTIONS", "CONSTANTS",
+           "NON_DIFFERENTIABLE_FUNCTIONS", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT", "MAX_MAGNITUDE",
+           "RANGE_POINTS", "SLOPE_STEP"]
 
 MAX_LENGTH = 200
 MAX_DEPTH = 64
 MAX_EXPONENT = 64.0
+#: :func:`check_on_range` refuses larger values: squared residuals (y - g)^2 must stay finite
+MAX_MAGNITUDE = 1e150
+#: points of the grid :func:`check_on_range` evaluates (odd, so a symmetric range holds f = 0)
+RANGE_POINTS = 401
+#: relative step of the central differences: eps^(1/3) balances truncation and rounding error
+SLOPE_STEP = float(np.finfo(float).eps) ** (1.0 / 3.0)
 
 #: name -> (numpy function, number of positional arguments)
 FUNCTIONS = {
@@ -113,6 +123,37 @@ def check_finite(values, inputs=None, what="expression"):
     return values
 
 
+def check_on_range(expression, lower, upper, where="", points=RANGE_POINTS):
+    """Raise ValueError unless ``expression`` and its slope are finite, and the values at most
+    :data:`MAX_MAGNITUDE` in size, at ``points`` evenly spaced f in [lower, upper] (and f = 0
+    when it lies inside). The slope is the central difference with step SLOPE_STEP max(1, |f|).
+    ``where`` says why this range (e.g. "the prior's +-5 sd"); the message names the first bad f.
+    """
+    f = np.linspace(float(lower), float(upper), int(points))
+    if lower < 0.0 < upper:
+        f = np.union1d(f, [0.0])
+    span = f"f in [{lower:.3g}, {upper:.3g}]" + (f" ({where})" if where else "")
+    need = f"it must be finite, with a finite slope, for every {span}"
+    values = expression(f)
+    _refuse_non_finite(values, f, f"g(f) = {expression.text}", need)
+    big = np.abs(values) > MAX_MAGNITUDE
+    if np.any(big):
+        raise ValueError(f"g(f) = {expression.text} is larger than {MAX_MAGNITUDE:.0e} in magnitude at "
+                         f"f = {f[big][0]:.3g} (its square overflows); {need}")
+    h = SLOPE_STEP * np.maximum(1.0, np.abs(f))
+    with np.errstate(all="ignore"):
+        slope = (expression(f + h) - expression(f - h)) / (2.0 * h)
+    _refuse_non_finite(slope, f, f"the slope of g(f) = {expression.text}", need)
+
+
+def _refuse_non_finite(values, inputs, what, need):
+    """:func:`check_finite`, its message followed by ``need``."""
+    try:
+        check_finite(values, inputs, what=what)
+    except ValueError as err:
+        raise ValueError(f"{err}; {need}") from None
+
+
 def parse_expression(text):
     """Parse and validate ``text``; return an :class:`Expression` (ValueError if refused)."""
     if not isinstance(text, str):
@@ -121,7 +162,7 @@ def parse_expression(text):
     if not stripped:
         raise ValueError("the expression is empty; write something in f such as 'sin(f)'")
     if len(stripped) > MAX_LENGTH:
-        raise ValueError(f"the expression is too long ({len(stripped)} characters, limit {MAX_LENGTH})")
+        raise ValueError(f"the expression is too long ({len(stripped):,} characters; the limit is {MAX_LENGTH:,})")
     source = stripped.replace("^", "**")
     try:
         tree = ast.parse(source, mode="eval")

@@ -73,7 +73,7 @@ class ParameterSet:
 class Badge:
     """A pathology worth pointing at, with a one-line explanation."""
 
-    kind: str  # "noise-collapse" | "clumping" | "above-upper-bound" | "jitter" | "failure"
+    kind: str  # "noise-collapse" | "clumping" | "ill-conditioned" | "above-upper-bound" | "jitter" | "failure"
     approximation: str
     message: str
 
@@ -91,7 +91,8 @@ class ApproximationResult:
     var_f: np.ndarray | None = None
     jitter_used: float = 0.0
     clumped_pairs: int = 0
-    condition_number: float = float("nan")
+    condition_number: float = float("nan")  # of Kuu + jitter I, the matrix factorised
+    kuu_min_eigenvalue: float = float("nan")
     samples: np.ndarray | None = None  # [S, G] draws of f on the grid
     error: str | None = None
 
@@ -179,7 +180,9 @@ def evaluate(ds, name, p: ParameterSet, inputs, exact_cache=None, n_samples=0, s
                 res.upper_bound = float(model.upper_bound())
                 ls = _lengthscale(p.kernel)
                 res.clumped_pairs = diagnostics.clumped_pairs(model.Z, ls, CLUMP_TOL)
-                res.condition_number = diagnostics.condition_number(covariances.Kuu(model.inducing, p.kernel))
+                Kuu = covariances.Kuu(model.inducing, p.kernel)
+                res.condition_number = diagnostics.condition_number(Kuu, model.jitter_used)
+                res.kuu_min_eigenvalue = diagnostics.smallest_eigenvalue(Kuu)
             if n_samples:
                 res.samples = _samples(model, inputs, n_samples, seed)
     except (CholeskyError, ValueError, np.linalg.LinAlgError, FloatingPointError) as err:
@@ -215,11 +218,18 @@ def badges(results: dict, fitted_noise=None) -> list:
                                              f"(default {BASE_JITTER:.0e}) to be factorised."))
         if name == "exact":
             continue
-        if r.clumped_pairs or r.condition_number > ILL_CONDITIONED:
+        if r.clumped_pairs:
             out.append(Badge("clumping", name,
                              f"{label}: {r.clumped_pairs} pair(s) of inducing inputs closer than "
-                             f"{CLUMP_TOL} lengthscales; cond(Kuu) = {r.condition_number:.1e}. "
+                             f"{CLUMP_TOL} lengthscales; cond(Kuu + jitter I) = {r.condition_number:.1e}. "
                              "Clumped inputs act as one, switching the others off (§3.2.2)."))
+        elif r.kuu_min_eigenvalue < r.jitter_used or r.condition_number > ILL_CONDITIONED:
+            out.append(Badge("ill-conditioned", name,
+                             f"{label}: Kuu is ill-conditioned: its smallest eigenvalue "
+                             f"{max(r.kuu_min_eigenvalue, 0.0):.1e} is below the jitter {r.jitter_used:.0e} added "
+                             f"to its diagonal, so cond(Kuu + jitter I) = {r.condition_number:.1e} is set by the "
+                             f"jitter. No two inducing inputs are within {CLUMP_TOL} lengthscales: they are dense "
+                             "for this lengthscale, and some add almost nothing."))
         upper = r.tightest_upper_bound
         if name != "vfe" and diagnostics.exceeds_upper_bound(r.log_evidence, upper, 1e-6):
             out.append(Badge("above-upper-bound", name,

@@ -42,10 +42,19 @@ def min_scaled_distance(Z, lengthscale):
     return float(np.min(_pairwise_distances(Z, lengthscale)))
 
 
-def condition_number(Kuu):
-    """2-norm condition number of Kuu (eigenvalue ratio); inf when singular."""
+def smallest_eigenvalue(Kuu):
+    """Smallest eigenvalue of the symmetric Kuu (round-off can make it slightly negative)."""
+    return float(np.linalg.eigvalsh(np.asarray(Kuu, dtype=float))[0])
+
+
+def condition_number(Kuu, jitter=0.0):
+    """2-norm condition number of Kuu + jitter I, the matrix that is factorised (eigenvalue ratio).
+
+    Kuu is positive semi-definite, so eigenvalues that round-off pushes below zero are taken as
+    zero: with a positive ``jitter`` the result is finite; without, inf when Kuu is singular."""
     eig = np.linalg.eigvalsh(np.asarray(Kuu, dtype=float))
-    return float("inf") if eig[0] <= 0 else float(eig[-1] / eig[0])
+    low, high = max(float(eig[0]), 0.0) + jitter, float(eig[-1]) + jitter
+    return float("inf") if low <= 0.0 else high / low
 
 
 def noise_collapsed(noise, exact_noise, ratio=0.5):

@@ -149,12 +149,15 @@ def test_ugp_inner_loop_control_reruns_only_the_ugp(open_lab):
 
 def test_invalid_expression_shows_an_error_and_the_page_keeps_working(lab):
     page = lab.page
+    sine = cds_data(page, "latent-ugp")["mean"]
     page.get_by_label("Forward model g").select_option("custom expression")
     box = page.get_by_label("Custom g(f)")
     expect(box).to_be_visible()
     expect(page.locator("#expression-ok")).to_be_visible()
-    wait_until_quiet(page)  # the default expression's posterior has arrived
-    before = cds_data(page, "latent-ugp")["mean"]
+    # the default expression's posterior has arrived (a quiet spell alone raced with the server's
+    # first toy draw for a new g, a 1000 x 1000 Cholesky)
+    before = wait_for_change(page, column("latent-ugp", "mean"), sine, timeout=UPDATE_MS)
+    wait_until_quiet(page)
     box.fill("__import__('os')")
     box.press("Enter")
     error = page.locator("#expression-error")

@@ -9,7 +9,8 @@ rewrites their data in place; the names are the handles the browser tests read.
 from __future__ import annotations
 
 import numpy as np
-from bokeh.models import ColumnDataSource, CustomJS, HoverTool, LinearAxis, Range1d, TapTool
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, CustomJS, FixedTicker, HoverTool, LinearAxis, Range1d, TapTool
 
 from gpexplorer.linearized.comparison import METHODS
 from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, vertical_marker
@@ -21,6 +22,9 @@ BAND_ALPHA = 0.12
 #: websocket payload of a slider move, no visible difference at plot resolution
 PLOT_POINTS = 500
 _EMPTY_BAND = {"x": [], "mean": [], "lower": [], "upper": []}
+#: pixels beside the MAP-objective chart's frame and its step-length strip's, so the two frames line
+#: up whatever the tick labels (left) and the legend (right, which the strip has not) take
+BORDER_LEFT, BORDER_RIGHT = 70, 120
 
 
 class _BandFigure:
@@ -124,26 +128,27 @@ class ObservationFigure(_BandFigure):
 
 
 class ObjectiveFigure:
-    """MAP objective (EGP eq. 31) after each Gauss-Newton iteration of each method.
+    """MAP objective (EGP eq. 31) after each Gauss-Newton iteration of each method, above a strip
+    of the step lengths where a step was cut (:class:`StepLengthStrip`).
 
-    Marker size grows with the number of step-length cuts (alpha = 2^-cuts, section 2.5) and
-    such iterations are labelled; a red x marks the iteration that ended in 'diverge'."""
+    Dots grow a little with the number of step-length cuts (alpha = 2^-cuts, section 2.5); a red
+    x marks the iteration that ended in 'diverge'. ``figure`` is what the page shows (the chart
+    and the strip in one column), ``chart`` the objective's own figure."""
 
     def __init__(self):
-        fig = lab_figure("objective", "MAP objective (eq. 31) against Gauss-Newton iteration", 330)
-        fig.xaxis.axis_label, fig.yaxis.axis_label = "Gauss-Newton iteration", "MAP objective"
-        legend = outside_legend(fig)
+        fig = lab_figure("objective", "MAP objective (eq. 31) against Gauss-Newton iteration", 250,
+                         min_border_left=BORDER_LEFT, min_border_right=BORDER_RIGHT)
+        fig.yaxis.axis_label = "MAP objective"
+        self.legend = outside_legend(fig)
         self.sources, self.items, renderers = {}, {}, []
         for m in METHODS:
             src = _source(f"objective-{m}", {"iteration": [], "value": [], "alpha": [], "cuts": [],
-                                              "status": [], "size": [], "label": [], "method": []})
+                                              "status": [], "size": [], "method": []})
             r_line = fig.line("iteration", "value", source=src, color=COLORS[m], line_width=2,
                               line_dash=DASH[METHODS[m].family])
             r_dots = fig.scatter("iteration", "value", source=src, size="size", color=COLORS[m], alpha=0.7)
-            fig.text("iteration", "value", text="label", source=src, x_offset=6, y_offset=-4,
-                     text_font_size="8pt", text_color=COLORS[m])
             self.items[m] = legend_item(METHODS[m].label, [r_line, r_dots])
-            legend.items.append(self.items[m])
+            self.legend.items.append(self.items[m])
             self.sources[m] = src
             renderers.append(r_dots)
         # the y range follows iterations >= 1: the prior mean's objective (iteration 0) is usually far
@@ -154,11 +159,12 @@ class ObjectiveFigure:
         r_div = fig.scatter("iteration", "value", source=self.diverged, marker="x", size=16, line_width=3,
                             color="red")
         self.diverged_item = legend_item("diverged", [r_div])
-        legend.items.append(self.diverged_item)
+        self.legend.items.append(self.diverged_item)
         fig.add_tools(HoverTool(renderers=renderers, tooltips=[
             ("method", "@method"), ("iteration", "@iteration"), ("objective", "@value{0.000}"),
             ("step length", "@alpha"), ("cuts", "@cuts"), ("status", "@status")]))
-        self.figure = fig
+        self.chart, self.steps = fig, StepLengthStrip(fig.x_range)
+        self.figure = column(fig, self.steps.figure, sizing_mode="stretch_width")
 
     def update(self, results):
         div = {"iteration": [], "value": [], "method": []}
@@ -175,8 +181,7 @@ class ObjectiveFigure:
             assign(self.sources[m], {
                 "iteration": [t.iteration for t in trace], "value": [t.map_objective for t in trace],
                 "alpha": [t.alpha for t in trace], "cuts": cuts, "status": [t.status for t in trace],
-                "size": [6 + 3 * min(c, 8) for c in cuts], "method": [METHODS[m].label] * len(trace),
-                "label": [f"alpha={t.alpha:.3g}" if t.step_cuts and t.status == "accepted" else "" for t in trace]})
+                "size": [6 + 2 * min(c, 5) for c in cuts], "method": [METHODS[m].label] * len(trace)})
             shown = trace[1:] if len(trace) > 1 else trace
             tail["iteration"] += [t.iteration for t in shown]
             tail["value"] += [t.map_objective for t in shown]
@@ -185,8 +190,53 @@ class ObjectiveFigure:
                     div["iteration"].append(t.iteration), div["value"].append(t.map_objective)
                     div["method"].append(METHODS[m].label)
         assign(self.diverged, div)
-        assign(self.tail, tail)
+        # with no method shown, an invisible placeholder keeps the ranges settable (no BokehJS warning)
+        assign(self.tail, tail if tail["iteration"] else {"iteration": [0, 1], "value": [0.0, 1.0]})
         self.diverged_item.visible = bool(div["iteration"])
+        self.legend.visible = any(item.visible for item in self.legend.items)
+        self.steps.update(results)
+
+
+class StepLengthStrip:
+    """The step length alpha of every accepted Gauss-Newton step that was cut, per method, on a
+    log axis under the objective chart (sharing its iteration axis). Text labels beside the
+    objective's dots overlapped one another and were clipped at the frame's edge; here every
+    alpha has its own place: dots of one iteration are set apart by method."""
+
+    OFFSETS = dict(zip(METHODS, (-0.15, -0.05, 0.05, 0.15)))  # iterations; keeps same-iteration dots apart
+
+    def __init__(self, x_range):
+        fig = lab_figure("objective-steps", "Step length alpha where a step was cut", 170, x_range=x_range,
+                         y_range=Range1d(0.1, 1.4), y_axis_type="log",
+                         min_border_left=BORDER_LEFT, min_border_right=BORDER_RIGHT)
+        fig.toolbar_location = None  # pan and zoom the chart above: the iteration axis is shared
+        fig.title.text_font_size = "9pt"
+        fig.yaxis.ticker = FixedTicker(ticks=[10.0 ** -k for k in range(1, 16)] + [0.25, 0.5, 1.0],
+                                       minor_ticks=[])
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "Gauss-Newton iteration", "alpha"
+        self.sources, hover = {}, []
+        for m in METHODS:
+            self.sources[m] = _source(f"objective-steps-{m}", {"x": [], "iteration": [], "alpha": [], "cuts": [],
+                                                                "method": []})
+            hover.append(fig.scatter("x", "alpha", source=self.sources[m], size=8, color=COLORS[m],
+                                     marker="circle" if METHODS[m].family == "gp" else "diamond"))
+        fig.add_tools(HoverTool(renderers=hover, tooltips=[
+            ("method", "@method"), ("iteration", "@iteration"), ("step length", "@alpha"), ("cuts", "@cuts")]))
+        self.figure = fig
+
+    def update(self, results):
+        low = 1.0
+        for m in METHODS:
+            r = results.get(m)
+            cut = [t for t in r.trace if t.step_cuts and t.status == "accepted"] if r and r.error is None else []
+            assign(self.sources[m], {"x": [t.iteration + self.OFFSETS[m] for t in cut],
+                                     "iteration": [t.iteration for t in cut], "alpha": [t.alpha for t in cut],
+                                     "cuts": [t.step_cuts for t in cut], "method": [METHODS[m].label] * len(cut)})
+            low = min([low] + [t.alpha for t in cut])
+        self.figure.y_range.start = min(0.1, low / 2.0)  # alpha = 0.75^k or 0.5^k
+        any_cut = any(len(src.data["alpha"]) for src in self.sources.values())
+        self.figure.title.text = ("Step length alpha where a step was cut" if any_cut
+                                  else "Step length alpha: no step was cut")
 
 
 class CloseupFigure:
@@ -198,10 +248,11 @@ class CloseupFigure:
     def __init__(self):
         fig = lab_figure("closeup", "Linearisation at x0", 330)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "f", "g(f)"
-        legend = outside_legend(fig)
         self.density_range = Range1d(0.0, 1.0)
         fig.extra_y_ranges = {"density": self.density_range}
+        # the density axis first: the side panel added first sits next to the plot, the legend outside
         fig.add_layout(LinearAxis(y_range_name="density", axis_label="density of f(x0)"), "right")
+        legend = outside_legend(fig)
         self.g = _source("closeup-g", {"f": [], "g": []})
         main = [fig.line("f", "g", source=self.g, color="black", line_width=2)]
         legend.items.append(legend_item("g(f)", main[:1]))
@@ -224,10 +275,11 @@ class CloseupFigure:
             legend.items.append(self.items[m])
         fig.y_range.renderers = main  # the densities live on their own axis
         self.truth = vertical_marker(fig, color="black")
-        self.figure = fig
+        self.figure, self.legend = fig, legend
 
     def update(self, forward, closeups, x0, f_true_x0=None):
         """``closeups``: method -> Closeup (:func:`gpexplorer.linearized.comparison.closeup`)."""
+        self.legend.visible = bool(closeups)
         if not closeups:
             for sources in (self.lines, self.points, self.densities):
                 for src in sources.values():

@@ -30,6 +30,7 @@ from gpexplorer.ui.linearized import settings as cfg
 from gpexplorer.ui.linearized.figures import CloseupFigure, LatentFigure, ObjectiveFigure, ObservationFigure
 from gpexplorer.ui.linearized.profile import ProfileFigure
 from gpexplorer.ui.markup import TextBlock
+from gpexplorer.ui.uploads import MAX_UPLOAD_BYTES
 from gpexplorer.ui.widgets import PromptButton
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class LinearizedLab(LabBase):
     mode = param.Selector(default="manual", objects=["manual", "fitted"],
                           doc="Shared slider hyperparameters, or each method's learnt ones")
     state_filename = "gpexplorer-linearized.json"
-    upload_label = "CSV upload (x, y; max 2 MB)"
+    upload_label = f"CSV upload (x, y; at most {cfg.MAX_UPLOAD_ROWS:,} rows, {MAX_UPLOAD_BYTES / 1e6:g} MB)"
 
     def __init__(self, **params):
         super().__init__(cfg.LinearizedSettings(), **params)
@@ -89,7 +90,17 @@ class LinearizedLab(LabBase):
             self._update_badges()
 
     def controls(self):
-        return layout.controls(self)
+        """The layout's controls; the custom-g(f) box keeps a long paste whole (Panel's TextInput
+        cuts it at 5,000 characters), so its real length can be reported. pn.Param re-creates the
+        box each time it is shown again, hence the override in its ``widgets`` too."""
+        controls = layout.controls(self)
+        box = {"type": pn.widgets.TextInput, "max_length": cfg.EXPRESSION_BOX_CHARS}
+        for generated in controls.select(pn.Param):
+            if "expression" in generated.parameters:
+                generated.widgets = {**(generated.widgets or {}), "expression": box}
+        for widget in controls.select(pn.widgets.TextInput):
+            widget.max_length = cfg.EXPRESSION_BOX_CHARS
+        return controls
 
     def views(self):
         return layout.views(self)

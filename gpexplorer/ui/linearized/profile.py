@@ -23,6 +23,7 @@ NLPD_AXIS_PERCENTILE = 60
 PARAMETER_LABELS = {"variance": "kernel variance (EKS/UKS: weight variance)", "lengthscale": "lengthscale",
                     "noise_variance": "noise variance"}
 _EMPTY = {"value": [], "F": [], "nlpd": [], "status": [], "method": []}
+_PLACEHOLDER = {"value": [0.1, 10.0], "F": [0.0, 1.0]}
 
 
 class ProfileFigure:
@@ -49,7 +50,11 @@ class ProfileFigure:
             legend.items.append(self.items[m])
             self.sources[m] = src
             hover.append(r_dots)
-        fig.y_range.renderers = hover  # the NLPD lines live on their own axis
+        # an empty plot's data ranges cannot be set (BokehJS warns "could not set initial ranges"
+        # on every render): until a profile is drawn an invisible placeholder spans them
+        self.placeholder = ColumnDataSource(dict(_PLACEHOLDER), name="profile-placeholder")
+        r_placeholder = fig.scatter("value", "F", source=self.placeholder, alpha=0.0)
+        fig.y_range.renderers = hover + [r_placeholder]  # the NLPD lines live on their own axis
         self.current = ColumnDataSource({"value": [], "F": [], "color": [], "method": []}, name="profile-current")
         r_current = fig.scatter("value", "F", source=self.current, marker="star", size=18, color="color",
                                 line_color="black")
@@ -61,7 +66,8 @@ class ProfileFigure:
         fig.add_tools(HoverTool(renderers=hover, tooltips=[
             ("method", "@method"), ("value", "@value{0.0000}"), ("F", "@F{0.000}"), ("NLPD f*", "@nlpd{0.000}"),
             ("inner loop", "@status")]))
-        self.figure, self.parameter = fig, None
+        self.figure, self.legend, self.parameter = fig, legend, None
+        legend.visible = False
 
     def update(self, profiles, parameter, shown):
         """``profiles``: method -> Profile; ``shown``: method -> (value, F) the other views use."""
@@ -87,6 +93,8 @@ class ProfileFigure:
         current = {"value": [], "F": [], "color": [], "method": []}
         diverged = {"value": [], "F": []}
         nlpds = []
+        if not profiles:  # the placeholder first: the ranges never see every source empty at once
+            assign(self.placeholder, dict(_PLACEHOLDER))
         for m in METHODS:
             p = profiles.get(m)
             self.items[m].visible = p is not None
@@ -106,5 +114,8 @@ class ProfileFigure:
                 current["color"].append(COLORS[m]), current["method"].append(METHODS[m].label)
         assign(self.current, current)
         assign(self.diverged, diverged)
+        if profiles:
+            assign(self.placeholder, {"value": [], "F": []})
         self.diverged_item.visible = bool(diverged["value"])
+        self.legend.visible = bool(profiles)  # no legend box beside an empty plot
         return nlpds

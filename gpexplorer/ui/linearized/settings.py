@@ -17,6 +17,8 @@ import numpy as np
 import param
 
 from gpexplorer.experiments.linearized_papers import toy_inversion_data
+from gpexplorer.likelihoods.expressions import MAX_LENGTH as MAX_EXPRESSION_CHARS
+from gpexplorer.likelihoods.expressions import check_on_range
 from gpexplorer.likelihoods.forward_models import SCALAR_FORWARD_MODELS, get_forward_model
 from gpexplorer.linearized.comparison import METHODS, ComparisonSettings, InversionProblem
 from gpexplorer.ui.uploads import read_upload
@@ -30,7 +32,17 @@ DATASETS = {"Toy inversion (EGP paper 4.1)": "toy", "Uploaded CSV (x, y)": "uplo
 Y_PREDICTIONS = {"quadrature (eq. 39)": "quadrature", "unscented (eq. 40)": "unscented"}
 TOY_POINTS = 1000  # EGP paper section 4.1: 1000 points on [-2 pi, 2 pi], train on N, test on the rest
 CSV_GRID = 400
-MAX_UPLOAD_ROWS = 3000  # the GP methods are O(N^3) per Gauss-Newton step
+#: the GP methods are O(N^3) per Gauss-Newton step: at 3,000 rows a slider move re-runs the four
+#: inner loops in about 7 s on a 2-core machine, at 20,000 rows one Cholesky alone takes minutes
+MAX_UPLOAD_ROWS = 3000
+#: characters the custom-expression box keeps (Panel's TextInput cuts a paste at 5,000 by default,
+#: so a longer paste would be reported as 5,000 characters); the parser's limit is far lower
+EXPRESSION_BOX_CHARS = 100_000
+#: a typed g must be finite, with a finite slope, on +- this many prior standard deviations of f
+CHECKED_SDS = 5.0
+#: the toy problem's latent prior (toy_inversion_data: variance 0.8^2); the checked range never
+#: gets narrower than its +- CHECKED_SDS sd, where the data's f lie
+TOY_PRIOR_SD = 0.8
 
 # which settings invalidate what: the data (and any fits), the inner loops, or one view only
 STRUCTURAL = ("dataset", "n_train", "data_seed", "forward", "expression")
@@ -128,12 +140,28 @@ def url_parameters():
 # --- forward model and data -----------------------------------------------------------------
 
 def forward_model(s: LinearizedSettings):
-    """The chosen g; a custom expression goes through the whitelist parser (ValueError if bad)."""
-    if s.forward == "custom":
-        if not s.expression.strip():
-            raise ValueError("the custom expression is empty: type g as an expression in f, e.g. f^3 + f")
-        return get_forward_model(s.expression)
-    return get_forward_model(s.forward)
+    """The chosen g. A custom expression goes through the whitelist parser and must then be
+    finite, with a finite slope, on :func:`checked_range` (ValueError saying what is wrong)."""
+    if s.forward != "custom":
+        return get_forward_model(s.forward)
+    if not s.expression.strip():
+        raise ValueError("the custom expression is empty: type g as an expression in f, e.g. f^3 + f")
+    if len(s.expression) >= EXPRESSION_BOX_CHARS:  # the box cut a longer paste
+        raise ValueError(f"the expression is too long (at least {EXPRESSION_BOX_CHARS:,} characters; "
+                         f"the box keeps only that many and the limit is {MAX_EXPRESSION_CHARS:,})")
+    forward = get_forward_model(s.expression)
+    lower, upper = checked_range(s)
+    sd = upper / CHECKED_SDS
+    check_on_range(forward.expression, lower, upper,
+                   where=f"the prior's ±{CHECKED_SDS:g} sd of f, sd {sd:.3g}, where the methods evaluate g")
+    return forward
+
+
+def checked_range(s: LinearizedSettings):
+    """The f range a custom g is checked on: +- CHECKED_SDS prior sd (the kernel variance
+    slider's, or the toy problem's own when larger), where the inner loops start and move."""
+    sd = max(float(np.sqrt(s.variance)), TOY_PRIOR_SD)
+    return -CHECKED_SDS * sd, CHECKED_SDS * sd
 
 
 @functools.lru_cache(maxsize=32)

@@ -27,9 +27,9 @@ EXPLAIN = {
         "(quadrature, eq. 39, or the unscented transform, eq. 40). A method can fit y well while its f "
         "is off where g is flat or not one-to-one (sin, tanh): compare with the latent plot."),
     "objective": (
-        "<b>Gauss-Newton.</b> The MAP objective (eq. 31) after each iteration. Bigger dots and an "
-        "alpha label: the step was cut (alpha multiplied by 0.75 for EGP/UGP, as in the original code, and "
-        "by 0.5 for EKS/UKS, until (31) no longer decreased, section 2.5). A red "
+        "<b>Gauss-Newton.</b> The MAP objective (eq. 31) after each iteration. Bigger dots: the step was "
+        "cut (alpha multiplied by 0.75 for EGP/UGP, as in the original code, and by 0.5 for EKS/UKS, until "
+        "(31) no longer decreased, section 2.5); the strip below gives each cut step's length alpha. A red "
         "x: every cut made (31) worse, the 'diverge' stop, which keeps the last good mean; it happens "
         "mostly with statistical linearisation (UGP/UKS). With UGP inner loop 'fixed point' the UGP line "
         "shows the iterates of the fixed-point solve instead, where (31) need not rise."),
