@@ -234,3 +234,20 @@ def test_more_inducing_inputs_than_data_points_still_evaluates(lab):
     assert lab.dataset.n == 5 and lab.settings.M == 15 > lab.dataset.n
     assert all(r.error is None for r in lab.comparison.results.values())
     assert len(lab.posterior.inducing.data["x"]) == 15
+
+
+def test_data_controls_show_only_where_they_act(lab):
+    """Issue 14 bug 4: N points, Data noise and Data seed showed for every dataset."""
+    shown = lambda: {n for n in ("n_points", "data_noise", "data_seed") if (lab.settings.param[n].precedence or 0) >= 0}
+    assert lab.settings.dataset == "snelson" and shown() == set()
+    lab.settings.dataset = "synthetic1d"
+    assert shown() == {"n_points", "data_noise", "data_seed"}
+    lab.settings.dataset = "thesis4d"
+    assert shown() == {"data_seed"}  # the 4-D problem has its own N (400), so no N slider saying 200
+    assert lab.settings.param["data_noise"].step <= 1e-4  # 0.0001 .. 1, not steps of 0.1
+
+
+def test_sessions_hide_data_controls_independently():
+    a, b = SparseRegressionLab(), SparseRegressionLab()
+    a.settings.dataset = "synthetic1d"
+    assert a.settings.param["n_points"].precedence > 0 and b.settings.param["n_points"].precedence < 0

@@ -32,12 +32,16 @@ HYPERPARAMETERS = ("variance", "lengthscale", "alpha", "period", "noise_variance
 KERNEL_EXTRAS = {"rq": ("alpha",), "periodic": ("period",)}
 
 
+#: the data controls and the datasets they act on; elsewhere they are hidden
+DATA_CONTROLS = {"n_points": ("synthetic1d",), "data_noise": ("synthetic1d",), "data_seed": ("synthetic1d", "thesis4d")}
+
+
 class LabSettings(param.Parameterized):
     """Everything a user can set on the sparse-regression page."""
 
     dataset = param.Selector(default="snelson", objects=DATASETS, doc="Data set to fit")
     n_points = param.Integer(default=200, bounds=(10, 2000), doc="N for the 1-D synthetic data")
-    data_noise = param.Number(default=0.09, bounds=(1e-4, 1.0), doc="Noise variance of the synthetic data")
+    data_noise = param.Number(default=0.09, bounds=(1e-4, 1.0), step=1e-4, doc="Noise variance of the synthetic data")
     data_seed = param.Integer(default=0, bounds=(0, 10_000), doc="Seed of the synthetic data")
     kernel = param.Selector(default="se", objects=KERNELS, doc="Covariance function")
     variance = param.Number(default=1.0, bounds=(1e-4, 1e3), softbounds=(0.01, 5.0), doc="Signal variance")
@@ -69,6 +73,12 @@ class LabSettings(param.Parameterized):
                                  doc="Inducing inputs set by dragging (1-D); empty = initialise")
     split_of = param.Selector(default="vfe", objects=list(reversed(objectives.APPROXIMATIONS)),
                               doc="Approximation whose g/h split is drawn")
+
+    @param.depends("dataset", watch=True, on_init=True)
+    def _show_data_controls(self):
+        """A data control is shown only for the datasets it acts on (issue 14 bug 4)."""
+        for name, used_by in DATA_CONTROLS.items():
+            self.param[name].precedence = 1 if self.dataset in used_by else -1
 
     @param.depends("kernel", watch=True, on_init=True)
     def _show_kernel_extras(self):
