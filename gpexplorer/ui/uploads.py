@@ -5,6 +5,8 @@ from __future__ import annotations
 from gpexplorer import datasets
 
 MAX_UPLOAD_BYTES = 2_000_000
+#: larger values are finite, but their squares (in every kernel and likelihood) overflow float64
+MAX_MAGNITUDE = 1e100
 
 
 def read_upload(contents: bytes, filename: str, max_rows: int, min_rows: int):
@@ -18,4 +20,13 @@ def read_upload(contents: bytes, filename: str, max_rows: int, min_rows: int):
     ds = datasets.from_csv(contents, max_bytes=MAX_UPLOAD_BYTES, max_rows=max_rows, name=filename)
     if ds.n < min_rows:
         raise ValueError(f"{filename} has {ds.n} data row(s); at least {min_rows} are needed")
+    columns = [(name, ds.X[:, j]) for j, name in enumerate(ds.meta.get("x_columns") or
+                                                        [f"x{j + 1}" for j in range(ds.input_dim)])]
+    columns.append((ds.meta.get("y_column") or "y", ds.y))
+    for name, values in columns:
+        largest = float(abs(values).max())
+        if largest > MAX_MAGNITUDE:
+            raise ValueError(f"column {name} has values up to {largest:.0e}; they must be below "
+                             f"{MAX_MAGNITUDE:.0e} in magnitude, since their squares would overflow double "
+                             "precision (rescale the column, e.g. to standard units)")
     return ds

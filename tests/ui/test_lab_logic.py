@@ -100,6 +100,9 @@ def test_sweep_runs_in_the_background_and_can_be_cancelled(lab):
     (b"x,y\n1,2\n2,nan\n", "NaN"),
     (b"x,y\n1,2\n", "row"),
     (b"x,y\n" + b"1.0,2.0\n" * 1_000_000, "MB"),
+    # issue 14 bug 6: finite, but their squares overflow, and every readout became n/a
+    (b"x,y\n1,1e308\n2,-1e308\n3,0\n", "column y has values up to 1e+308"),
+    (b"x,y\n1e200,1\n2,0\n3,0\n", "column x has values up to 1e+200"),
 ])
 def test_a_bad_csv_gets_a_message_not_a_traceback(lab, contents, message):
     lab._on_upload(type("E", (), {"new": contents})())
