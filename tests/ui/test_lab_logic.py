@@ -254,3 +254,23 @@ def test_sessions_hide_data_controls_independently():
     a, b = SparseRegressionLab(), SparseRegressionLab()
     a.settings.dataset = "synthetic1d"
     assert a.settings.param["n_points"].precedence > 0 and b.settings.param["n_points"].precedence < 0
+
+
+@pytest.mark.parametrize("n_inputs", [2, 49])
+def test_a_csv_with_several_input_columns_becomes_the_dataset(lab, n_inputs):
+    """Issue 14 bug 1: x1, x2, y (or 50 columns) was announced as loaded but the previous dataset
+    stayed, with a traceback in the server log. It is shown predicted against observed y."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, (100, n_inputs))
+    y = np.sin(X[:, 0]) + 0.1 * X[:, -1]
+    header = ",".join(f"x{j + 1}" for j in range(n_inputs)) + ",y"
+    rows = "\n".join(",".join(f"{v:.4f}" for v in row) + f",{t:.4f}" for row, t in zip(X, y))
+    lab.upload.filename = "several.csv"
+    lab._on_upload(type("E", (), {"new": f"{header}\n{rows}\n".encode()})())
+    assert f"{n_inputs} input column(s)" in lab.upload_message.object
+    assert lab.settings.dataset == "upload" and lab.dataset.input_dim == n_inputs
+    assert not lab.one_dimensional and lab.error is None
+    points = lab.pvt.sources["vfe"].data
+    np.testing.assert_allclose(points["x"], y, atol=1e-4)  # against the observed y
+    assert len(points["y"]) == 100 and np.all(np.isfinite(points["y"]))
+    assert "training points" in lab.pvt.figure.title.text

@@ -21,6 +21,7 @@ import re
 import struct
 import zlib
 
+import numpy as np
 import pytest
 from playwright.sync_api import expect
 
@@ -344,3 +345,18 @@ def test_screenshot(open_lab, tmp_path):
     assert distinct_rows > 200, f"screenshot looks blank ({distinct_rows} distinct rows)"
     if os.environ.get("GPEXPLORER_SCREENSHOTS") == "1":
         SCREENSHOT.write_bytes(png)
+
+
+def test_a_csv_with_two_input_columns_is_shown_predicted_against_observed(lab):
+    """Issue 14 bug 1: the page announced the upload but kept the previous dataset (and the
+    server logged a traceback with the whole file)."""
+    page = lab.page
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 5, (100, 2))
+    rows = "\n".join(f"{a:.4f},{b:.4f},{np.sin(a) + 0.1 * b:.4f}" for a, b in X)
+    page.locator("input[type=file]").set_input_files(
+        files=[{"name": "two.csv", "mimeType": "text/csv", "buffer": f"x1,x2,y\n{rows}\n".encode()}])
+    expect(page.locator("#upload-ok")).to_contain_text("2 input column(s)")
+    page.wait_for_function("() => { const s = Bokeh.documents[0].get_model_by_name('pvt-vfe');"
+                           " return s != null && s.get_length() === 100; }", timeout=UPDATE_MS)
+    lab.assert_healthy()  # no Traceback in the server log

@@ -150,7 +150,8 @@ class PredictedVsTrueFigure:
         fig.line("x", "y", source=self.diagonal, color="black", line_dash="dotted")
         self.figure = fig
 
-    def update(self, y_true, comparison):
+    def update(self, y_true, comparison, where="test points"):
+        self.figure.title.text = f"Predicted mean vs true y ({where})"
         for name, src in self.sources.items():
             r = comparison.results.get(name)
             src.data = {"x": [], "y": []} if r is None or r.mean is None else {"x": y_true, "y": r.mean}

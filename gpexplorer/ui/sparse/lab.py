@@ -209,7 +209,7 @@ class SparseRegressionLab(LabBase):
         ds = self.dataset
         try:
             psets = self.parameter_sets()
-            inputs = default_grid(ds.X) if ds.input_dim == 1 else ds.X_test
+            inputs = default_grid(ds.X) if ds.input_dim == 1 else _prediction_points(ds)[0]
             fitted_noise = ({n: o.final.noise_variance for n, o in self.fits.items()}
                             if self.fits and self.mode == "fitted" else None)
             with _blas_threads(ds):
@@ -243,7 +243,7 @@ class SparseRegressionLab(LabBase):
                 start_Z = self.fit_start.Z if self.mode == "fitted" and self.fit_start else None
                 self.posterior.update(ds.X[:, 0], ds.y, c, s.band, self.Z, fitted_Z, start_Z, s.show_samples)
             else:
-                self.pvt.update(ds.y_test, c)
+                self.pvt.update(_prediction_points(ds)[1], c, _prediction_points(ds)[2])
             self.sandwich.update(c)
             self.terms.update(c)
             self.trace.mark(self.replay if self.mode == "fitted" else -1)
@@ -390,3 +390,11 @@ class SparseRegressionLab(LabBase):
             return
         self.mode = "fitted"
         self.refresh()
+
+
+def _prediction_points(ds):
+    """(inputs, their targets, what they are) of the predicted-vs-true view of data with more than
+    one input column: the test set if there is one, else the training points (an uploaded CSV)."""
+    if ds.X_test is not None and ds.y_test is not None:
+        return ds.X_test, ds.y_test, "test points"
+    return ds.X, ds.y, "training points: the data has no test set"
