@@ -274,3 +274,14 @@ def test_a_csv_with_several_input_columns_becomes_the_dataset(lab, n_inputs):
     np.testing.assert_allclose(points["x"], y, atol=1e-4)  # against the observed y
     assert len(points["y"]) == 100 and np.all(np.isfinite(points["y"]))
     assert "training points" in lab.pvt.figure.title.text
+
+
+def test_serve_passes_num_procs_and_the_front_page_to_panel(tmp_path):
+    one = serve_command(port=5123)
+    assert "--num-procs" not in one
+    two = serve_command(port=5123, num_procs=2, index=tmp_path / "index.html")
+    assert two[two.index("--num-procs") + 1] == "2"
+    assert two[two.index("--index") + 1] == str(tmp_path / "index.html")
+    assert two[two.index("--static-dirs") + 1].startswith("gpx-front=")
+    from gpexplorer.cli import main
+    assert main(["serve", "--num-procs", "-1", "--dry-run"]) == 2  # refused with a message
