@@ -15,8 +15,10 @@ import json
 
 import panel as pn
 
+from gpexplorer.ui.file_input import SizedFileInput
 from gpexplorer.ui.jobs import JobControls, JobPoller
 from gpexplorer.ui.markup import TextBlock, status_html, upload_html
+from gpexplorer.ui.uploads import MAX_UPLOAD_BYTES
 
 __all__ = ["LabBase", "next_tick"]
 
@@ -62,8 +64,10 @@ class LabBase(JobControls, pn.viewable.Viewer):
         self.progress = pn.indicators.Progress(value=0, max=100, visible=False, sizing_mode="stretch_width")
         self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", disabled=True)
         self.cancel_button.on_click(lambda _: self.cancel_job())
-        self.upload = pn.widgets.FileInput(accept=".csv,text/csv", label=self.upload_label)
+        self.upload = SizedFileInput(accept=".csv,text/csv", label=self.upload_label, max_bytes=MAX_UPLOAD_BYTES,
+                                     sizing_mode="stretch_width")
         self.upload.param.watch(self._on_upload, "value")
+        self.upload.param.watch(self._on_refused, "refused")
         self.upload_message = TextBlock()
         self.upload_message.visible = False
         self.download = pn.widgets.FileDownload(callback=self._state_json, filename=self.state_filename,
@@ -135,6 +139,13 @@ class LabBase(JobControls, pn.viewable.Viewer):
             self._settings_changed({"dataset"})
         else:
             self.settings.dataset = "upload"  # -> _on_settings
+
+    def _on_refused(self, event):
+        """The browser refused a file over the size limit without sending it: say so."""
+        name, size = event.new.get("name", "the file"), float(event.new.get("size", 0))
+        self._show(self.upload_message, upload_html(error=ValueError(
+            f"{name} is {size / 1e6:.1f} MB; uploads are limited to {MAX_UPLOAD_BYTES / 1e6:g} MB "
+            "(the file was not sent)")))
 
     # export and helpers -----------------------------------------------------------------
     def _state_json(self):

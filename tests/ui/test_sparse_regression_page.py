@@ -360,3 +360,17 @@ def test_a_csv_with_two_input_columns_is_shown_predicted_against_observed(lab):
     page.wait_for_function("() => { const s = Bokeh.documents[0].get_model_by_name('pvt-vfe');"
                            " return s != null && s.get_length() === 100; }", timeout=UPDATE_MS)
     lab.assert_healthy()  # no Traceback in the server log
+
+
+def test_a_file_over_the_limit_is_refused_in_the_browser_and_the_session_lives_on(lab, tmp_path):
+    """Issue 14 bug 2: a 15 MB upload closed the session's websocket without a word."""
+    page = lab.page
+    big = tmp_path / "big.csv"
+    big.write_bytes(b"x,y\n" + b"1.000000,2.000000\n" * 1_000_000)  # 18 MB
+    page.locator("input[type=file]").set_input_files(str(big))
+    error = page.locator("#upload-error")
+    expect(error).to_contain_text("uploads are limited to 2 MB")
+    expect(error).to_contain_text("not sent")
+    new_m = int(press_on_slider(page, "M", "ArrowLeft"))  # the session still answers
+    wait_for_inducing(page, new_m)
+    lab.assert_healthy()
