@@ -280,11 +280,16 @@ class CloseupFigure:
     def update(self, forward, closeups, x0, f_true_x0=None):
         """``closeups``: method -> Closeup (:func:`gpexplorer.linearized.comparison.closeup`)."""
         self.legend.visible = bool(closeups)
-        if not closeups:
+        if not closeups:  # g alone, around the true f(x0) or 0: an empty plot's ranges cannot be set
             for sources in (self.lines, self.points, self.densities):
                 for src in sources.values():
                     assign(src, {k: [] for k in src.data})
-            assign(self.g, {"f": [], "g": []})
+            centre = f_true_x0 if f_true_x0 is not None else 0.0
+            f = np.linspace(centre - 2.0, centre + 2.0, 241)
+            with np.errstate(all="ignore"):
+                assign(self.g, {"f": f, "g": np.ravel(forward.value(f[:, None]))})
+            self.truth.location = f_true_x0 if f_true_x0 is not None else np.nan
+            self.figure.title.text = f"Linearisation at x0 = {x0:.3g}: no method shown, g(f) only"
             return
         lo = min(c.m0 - 4.0 * np.sqrt(c.v0) for c in closeups.values())
         hi = max(c.m0 + 4.0 * np.sqrt(c.v0) for c in closeups.values())

@@ -111,26 +111,52 @@ class LinearizedLab(LabBase):
         try:
             forward = cfg.forward_model(self.settings)
         except ValueError as err:  # an invalid expression: the previous model stays
-            self.expression_error = str(err)
-            self._show(self.expression_message, texts.expression_html(error=err))
-            self._update_badges()
+            self._refuse_expression(err)
             return
-        self.expression_error = None
-        self._show(self.expression_message, texts.expression_html(forward=forward)
-                   if self.settings.forward == "custom" else "")
         try:
             data = cfg.load_data(self.settings, forward, self.uploaded)
         except ValueError as err:
+            self._accept_expression(forward)
             self.error = str(err)
             self._update_badges()
             return
+        evaluated = self._run_methods(forward, data, manual=True)  # learnt values go with the old g
+        unusable = cfg.unusable_expression(self.settings, evaluated[1])
+        if unusable:  # the range check passed, yet g is not finite where every method needs it
+            self._refuse_expression(unusable)
+            return
+        self._accept_expression(forward)
         self.cancel_job()
         self.forward, self.data, self.error, self.fitted, self.mode = forward, data, None, None, "manual"
         lo, hi = round(float(data.grid[0]), 4), round(float(data.grid[-1]), 4)
         with self._silenced():
             self.settings.param.x0.bounds = (lo, hi)
             self.settings.x0 = float(np.clip(self.settings.x0, lo, hi))
-        self.refresh()
+        self.refresh(evaluated=evaluated)
+
+    def _accept_expression(self, forward):
+        """The forward model is usable: no expression error; a typed g's verdict says so."""
+        self.expression_error = None
+        self._show(self.expression_message, texts.expression_html(forward=forward)
+                   if self.settings.forward == "custom" else "")
+
+    def _refuse_expression(self, err):
+        """A typed g that cannot be used: say why; the previous model and its views stay."""
+        self.expression_error = str(err)
+        self._show(self.expression_message, texts.expression_html(error=err))
+        self._update_badges()
+
+    def _run_methods(self, forward, data, manual=False):
+        """(refused methods, method -> result, seconds): every shown method's inner loop for
+        ``forward`` on ``data`` at the hyperparameters each is shown at (``manual``: the sliders')."""
+        t0 = time.perf_counter()
+        s = cfg.comparison_settings(self.settings)
+        run, refused = comparison.active_methods(self.settings.methods, forward)
+        sliders = {k: float(getattr(self.settings, k)) for k in comparison.HYPERPARAMETERS}
+        results = {m: comparison.evaluate(m, data, forward, s, *((sliders, None) if manual else
+                                                                 (self.parameters(m), self._learnt_model(m))))
+                   for m in run}
+        return refused, results, time.perf_counter() - t0
 
     def _apply_settings(self, names):
         """Changed settings, applied on the next tick (the custom expression's TextInput sends its
@@ -176,9 +202,10 @@ class LinearizedLab(LabBase):
             return self.fitted[method]["model"]
         return None
 
-    def refresh(self, models_changed=True):
-        """Re-run every shown method's inner loop and rewrite every view (no learning). When the
-        models changed (anything but how y* is predicted) a shown free-energy profile is cleared."""
+    def refresh(self, models_changed=True, evaluated=None):
+        """Re-run every shown method's inner loop (or take ``evaluated``, what :meth:`_run_methods`
+        gave for the current model and data) and rewrite every view (no learning). When the models
+        changed (anything but how y* is predicted) a shown free-energy profile is cleared."""
         if self.data is None:
             self._update_badges()
             return
@@ -186,12 +213,9 @@ class LinearizedLab(LabBase):
             self._model_version += 1
             if self.profile.parameter is not None:
                 self.profile.clear("the model changed; press 'Profile free energy' again")
-        t0 = time.perf_counter()
-        s = cfg.comparison_settings(self.settings)
-        run, self.refused = comparison.active_methods(self.settings.methods, self.forward)
-        self.results = {m: comparison.evaluate(m, self.data, self.forward, s, self.parameters(m),
-                                               self._learnt_model(m)) for m in run}
+        self.refused, self.results, seconds = evaluated or self._run_methods(self.forward, self.data)
         t1 = time.perf_counter()
+        t0 = t1 - seconds
         self._update_views()
         t2 = time.perf_counter()
         self.show_learnt_button.disabled = not self.fitted or self.mode == "fitted"

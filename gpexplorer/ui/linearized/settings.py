@@ -157,6 +157,18 @@ def forward_model(s: LinearizedSettings):
     return forward
 
 
+def unusable_expression(s: LinearizedSettings, results):
+    """Why a typed g that passed :func:`checked_range`'s check cannot be used after all, or None:
+    every shown method failed with it (the methods evaluate g beyond that range too, e.g. the
+    predictions' Gauss-Hermite nodes up to 11.45 posterior sd from the mean). ``results``:
+    method -> MethodResult of a trial run with g. A g that only some methods fail with is kept."""
+    if s.forward != "custom" or not results or any(r.error is None for r in results.values()):
+        return None
+    reasons = sorted({r.error.split(" failed: ", 1)[-1] for r in results.values()})
+    return (f"every method failed with g(f) = {s.expression.strip()} ({'; '.join(reasons)}): it is finite on the "
+            "checked range of f but not everywhere the methods evaluate it")
+
+
 def checked_range(s: LinearizedSettings):
     """The f range a custom g is checked on: +- CHECKED_SDS prior sd (the kernel variance
     slider's, or the toy problem's own when larger), where the inner loops start and move."""

@@ -89,7 +89,8 @@ def metrics_html(results, refused=(), timing_ms=None):
                     f'<td>{_num(mt.get("smse_f"))}</td><td>{_num(mt.get("smse_y"))}</td>'
                     f"<td>{_num(r.free_energy, '{:.2f}')}</td><td>{_num(r.map_objective, '{:.2f}')}</td>"
                     f"<td>{len(r.trace) - 1}</td><td>{stop}</td><td>{1e3 * r.seconds:.0f}</td></tr>")
-    note = "" if any((r.metrics or {}) for r in results.values()) else \
+    shown = [r for r in results.values() if r.error is None]  # no method shown or all failed: nothing to blame
+    note = "" if not shown or any((r.metrics or {}) for r in shown) else \
         "<small>No test points (uploaded data): f* metrics need the true f of the toy problem.</small><br>"
     timing = f"<small>Server time of the last update: {timing_ms:.0f} ms.</small>" if timing_ms else ""
     return (STYLE + _TABLE_STYLE + '<div id="metrics-table"><table class="gpx-table">' + head + "".join(rows)
