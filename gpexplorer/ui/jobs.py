@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+import weakref
 
 from gpexplorer.ui.markup import status_html
 
@@ -86,13 +87,16 @@ class JobPoller:
     """One session's view of its current :class:`BackgroundJob`, polled on the session's loop.
 
     ``start(job, poll)`` registers ``poll`` (the page's callback, which calls :meth:`check`) as a
-    periodic callback when a server session exists; outside a server the page calls it itself."""
+    periodic callback when a server session exists; outside a server the page calls it itself.
+    Served, the job is also cancelled when its session is destroyed (the tab was closed): a fit or
+    an M sweep nobody will see must not keep using the server's cores the other students share."""
 
     def __init__(self):
         self.job = None
         self._callback = None
         self._last_progress = 0.0
         self._reported = None  # the job whose final state was already handed out
+        self._watched_doc = None  # weak: the document whose destruction cancels the job
 
     @property
     def running(self) -> bool:
@@ -102,8 +106,22 @@ class JobPoller:
         import panel as pn
 
         self.job, self._last_progress = job, 0.0
+        self._cancel_with_session(pn.state.curdoc)
         if pn.state.curdoc is not None or pn.state._is_pyodide:
             self._callback = pn.state.add_periodic_callback(poll, period=POLL_MS)
+
+    def _cancel_with_session(self, doc):
+        """Once per served document: cancel the running job when the session is destroyed."""
+        if doc is None or doc.session_context is None:
+            return
+        if self._watched_doc is not None and self._watched_doc() is doc:
+            return
+        self._watched_doc = weakref.ref(doc)
+        doc.on_session_destroyed(self.session_destroyed)
+
+    def session_destroyed(self, session_context):
+        """Bokeh's session-destroyed callback: cancel the job (its thread ends at its next report)."""
+        self.cancel()
 
     def cancel(self):
         if self.running:

@@ -15,6 +15,8 @@ import json
 
 import panel as pn
 
+from gpexplorer.ui import url_state
+from gpexplorer.ui.address_bar import AddressBar
 from gpexplorer.ui.file_input import SizedFileInput
 from gpexplorer.ui.jobs import JobControls, JobPoller
 from gpexplorer.ui.markup import TextBlock, status_html, upload_html
@@ -68,6 +70,8 @@ class LabBase(JobControls, pn.viewable.Viewer):
                                      sizing_mode="stretch_width")
         self.upload.param.watch(self._on_upload, "value")
         self.upload.param.watch(self._on_refused, "refused")
+        self.address_bar = AddressBar()
+        self._url_keep, self._page_query, self._address_watched = set(), {}, False
         self.upload_message = TextBlock()
         self.upload_message.visible = False
         self.download = pn.widgets.FileDownload(callback=self._state_json, filename=self.state_filename,
@@ -88,15 +92,41 @@ class LabBase(JobControls, pn.viewable.Viewer):
         self.settings.param.watch(self._on_settings, self._url_names())
 
     def _sync_url(self):
-        location = pn.state.location
-        if location is not None and pn.state.curdoc is not None:
-            location.sync(self.settings, {p: p for p in self._url_names()}, on_error=self._bad_url)
+        """Apply the URL's settings one key at a time (a bad one is named and never takes good
+        ones with it), then keep the address bar showing the state used (``ui/url_state.py``)."""
+        served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+        self.apply_url(url_state.read_query(pn.state.session_args) if served else {})
 
-    def _bad_url(self, mapped):
-        """Called by ``pn.state.location`` with the query values it rejected."""
-        self.url_warning = (f"ignored invalid URL values {mapped}: each must be within its control's "
-                            "range and type")
-        self._show_problems()
+    def apply_url(self, query):
+        """Apply a URL query (name -> text), as :meth:`_sync_url` does with the page's own."""
+        names = self._url_names()
+        accepted, rejected = url_state.apply_query(self.settings, query, names, self._check_url_value)
+        self._url_keep = set(self._url_keys_used(accepted))
+        self._page_query = {k: v for k, v in query.items() if k in url_state.PAGE_KEYS}
+        if rejected:
+            self.url_warning = url_state.describe(rejected)
+            self._show_problems()
+        if not self._address_watched:
+            self._address_watched = True
+            self.settings.param.watch(lambda *_: self._update_address(), names)
+        self._update_address()
+
+    def _update_address(self):
+        self.address_bar.search = url_state.query_of(self.settings, self._url_names(), self._page_query,
+                                                     self._url_keep, self._url_overrides())
+
+    def _check_url_value(self, name, value):
+        """A reason to refuse a URL value the settings would accept (None: accept). Labs extend it."""
+        return None
+
+    def _url_keys_used(self, accepted):
+        """The URL keys that describe the state after applying ``accepted`` (a lab may add some)."""
+        return accepted
+
+    def _url_overrides(self):
+        """Setting name -> the value actually used where it differs from the setting's (a lab's
+        refused expression), for the address bar."""
+        return {}
 
     # settings ---------------------------------------------------------------------------
     def _on_settings(self, *events):

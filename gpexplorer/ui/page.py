@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import panel as pn
 
-from gpexplorer.ui import presenter
+from gpexplorer.ui import presenter, sessions
 from gpexplorer.ui.lessons import lesson_html
 from gpexplorer.ui.markup import LightBootstrapTemplate, TextBlock
 from gpexplorer.ui.preparing import when_warm
@@ -39,6 +39,7 @@ def lab_page(lab, title):
         with pn.io.hold():
             return [toggle, the_lab.controls()], ([TextBlock(card)] if card else []) + [the_lab.views()]
 
+    sessions.track(pn.state.curdoc)  # memory given back once this session ends
     presenting = presenter.active()
     toggle = presenter.toggle_button()
     when_warm(build, [sidebar, main])

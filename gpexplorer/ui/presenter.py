@@ -9,7 +9,6 @@ document and CSS on this page's template.
 
 from __future__ import annotations
 
-import urllib.parse
 
 import panel as pn
 from bokeh.themes import Theme
@@ -45,27 +44,21 @@ def active() -> bool:
     return bool(args) and _flag(args.get(KEY))
 
 
-def _flipped(search: str, on: bool) -> str:
-    query = [(k, v) for k, v in urllib.parse.parse_qsl(search.lstrip("?"), keep_blank_values=True) if k != KEY]
-    if on:
-        query.append((KEY, "1"))
-    return "?" + urllib.parse.urlencode(query) if query else ""
-
-
 def toggle_button():
     """"Presenter mode" on/off: reloads this page with the flag flipped (state kept)."""
     on = active()
     button = pn.widgets.Button(name="Normal mode" if on else "Presenter mode", button_type="light",
                                css_classes=["gpx-presenter-toggle"], width=150)
 
-    def flip(_):
-        location = pn.state.location
-        if location is None:
-            return
-        location.reload = True
-        location.search = _flipped(location.search or "", not on)
-
-    button.on_click(flip)
+    # In the browser: the address bar holds the state in use (``ui/address_bar.py``), which the
+    # server's copy of the URL may not have caught up with
+    button.js_on_click(args={"key": KEY, "on": not on}, code="""
+        const query = new URLSearchParams(window.location.search);
+        query.delete(key);
+        if (on) query.set(key, '1');
+        const search = query.toString();
+        window.location.search = search ? '?' + search : '';
+    """)
     return button
 
 

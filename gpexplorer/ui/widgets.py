@@ -79,5 +79,7 @@ def control_cards(settings, groups, widgets, extras=None):
     cards = []
     for title, names in groups.items():
         panel = pn.Param(settings, parameters=names, widgets=widgets, show_name=False, sizing_mode="stretch_width")
-        cards.append(pn.Card(panel, *extras.get(title, ()), header=card_header(title), sizing_mode="stretch_width"))
+        # the padding keeps slider tracks and dropdowns off the card's border (issue 14 bug 9)
+        cards.append(pn.Card(panel, *extras.get(title, ()), header=card_header(title), sizing_mode="stretch_width",
+                             styles={"padding": "0 8px 6px 8px"}))
     return cards

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import numpy as np
@@ -226,10 +227,42 @@ def test_a_second_fit_is_warm_started(lab):
 
 
 def test_invalid_url_values_are_reported_not_raised(lab):
-    lab._bad_url({"M": "abc"})  # what pn.state.location calls when a query value is rejected
-    assert "ignored invalid URL values" in lab.badge_pane.object and "abc" in lab.badge_pane.object
+    lab.apply_url({"M": "abc"})
+    assert "ignored URL values: M (must be an integer, not text)" in lab.badge_pane.object
     lab.settings.noise_variance = 0.2  # the page keeps working, the warning stays visible
-    assert "ignored invalid URL values" in lab.badge_pane.object
+    assert "ignored URL values: M" in lab.badge_pane.object
+
+
+@pytest.mark.parametrize("query, kept, rejected", [
+    ({"period": "0", "kernel": "periodic"}, {"kernel": "periodic"}, "period (must be at least 0.001, not 0)"),
+    ({"lengthscale": "1e300", "noise_variance": "1e-06"}, {"noise_variance": 1e-6}, "lengthscale (must be at most"),
+    ({"inducing_inputs": "[NaN]"}, {}, "inducing_inputs (every value must be finite"),
+    ({"inducing_inputs": "[1e308,-1e308]"}, {}, "inducing_inputs (every value must be finite"),
+    ({"inducing_inputs": "[" + ",".join(["0.5"] * 250) + "]"}, {}, "inducing_inputs (250 values; 1 to 200"),
+    ({"inducing_inputs": "[" + ",".join(["0.5"] * 5000) + "]"}, {}, "inducing_inputs (20,001 characters; at most"),
+    ({"data_noise": "nan", "M": "12"}, {"M": 12}, "data_noise (not a finite number)"),
+    ({"M": "15", "no_such_key": "1"}, {"M": 15}, "no_such_key (not a setting of this page)"),
+])
+def test_each_url_key_is_kept_or_named(lab, query, kept, rejected):
+    """Issue 14 bug 5: a valid value sent with an invalid one was dropped with it; NaN inducing
+    inputs were ignored silently and huge ones accepted while M read 15; rejected values stayed
+    in the address bar."""
+    lab.apply_url(query)
+    assert rejected in lab.badge_pane.object
+    for name, value in kept.items():
+        assert getattr(lab.settings, name) == value
+    bad = rejected.split(" (")[0]
+    address = urllib.parse.parse_qs(lab.address_bar.search.lstrip("?"))
+    assert bad not in address and all(name in address for name in kept)
+
+
+def test_inducing_inputs_in_the_url_decide_m_and_the_address_follows_the_state(lab):
+    lab.apply_url({"M": "15", "inducing_inputs": "[1.0,2.5,4.0]", "lesson": "why-inducing", "step": "2"})
+    assert lab.settings.M == 3 and lab.url_warning is None
+    address = urllib.parse.parse_qs(lab.address_bar.search.lstrip("?"))
+    assert address["M"] == ["3"] and address["lesson"] == ["why-inducing"] and address["step"] == ["2"]
+    lab.settings.lengthscale = 0.8  # a later change shows in the address bar too
+    assert urllib.parse.parse_qs(lab.address_bar.search.lstrip("?"))["lengthscale"] == ["0.8"]
 
 
 def test_more_inducing_inputs_than_data_points_still_evaluates(lab):
@@ -285,3 +318,18 @@ def test_serve_passes_num_procs_and_the_front_page_to_panel(tmp_path):
     assert two[two.index("--static-dirs") + 1].startswith("gpx-front=")
     from gpexplorer.cli import main
     assert main(["serve", "--num-procs", "-1", "--dry-run"]) == 2  # refused with a message
+
+
+def test_serve_reruns_itself_under_the_system_allocator_unless_the_user_chose_one(monkeypatch):
+    """Closed sessions' memory can only be trimmed back from glibc's heap (``ui/sessions.py``)."""
+    import gpexplorer.cli as cli
+
+    calls = []
+    monkeypatch.setattr(cli.os, "execve", lambda exe, argv, env: calls.append((argv, env)))
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    cli._use_system_malloc(["serve", "--port", "5123"])
+    (argv, env), = calls
+    assert argv[1:] == ["-m", "gpexplorer.cli", "serve", "--port", "5123"] and env["PYTHONMALLOC"] == "malloc"
+    monkeypatch.setenv("PYTHONMALLOC", "pymalloc")
+    cli._use_system_malloc(["serve"])
+    assert len(calls) == 1

@@ -8,14 +8,16 @@ regression); the predicted y of eq. 39 matches the closed-form moments of sin(f)
 
 import json
 
+import urllib.parse
+
 import numpy as np
 import panel as pn
 import pytest
 from bokeh.models import ColumnDataSource
-from panel.io.location import Location
 
 from gpexplorer import kernels
 from gpexplorer.linearized import comparison
+from gpexplorer.ui import url_state
 from gpexplorer.ui.linearized import settings as cfg
 from gpexplorer.ui.linearized.figures import PLOT_POINTS, thinned
 from gpexplorer.ui.linearized.lab import LinearizedLab
@@ -319,12 +321,12 @@ def test_sessions_share_nothing():
 
 def test_url_round_trip():
     first = cfg.LinearizedSettings()
-    url = Location()
-    url.sync(first, {p: p for p in cfg.url_parameters()})
     first.param.update(forward="custom", expression="f^3 + f", methods=["ugp", "uks"], kappa=1.5, x0=-2.0,
                        n_features=120, kernel="se", ugp_inner_loop="fixed-point", gp_search="cobyla")
+    search = url_state.query_of(first, cfg.url_parameters(), {})
     second = cfg.LinearizedSettings()
-    Location(search=url.search).sync(second, {p: p for p in cfg.url_parameters()})
+    query = dict(urllib.parse.parse_qsl(search.lstrip("?")))
+    assert url_state.apply_query(second, query, cfg.url_parameters())[1] == {}
     for name in cfg.url_parameters():
         assert getattr(second, name) == getattr(first, name), name
     lab = LinearizedLab()
@@ -353,10 +355,19 @@ def test_thinned_grid_keeps_both_ends_and_at_most_plot_points():
 
 
 def test_invalid_url_values_are_reported_and_ignored(lab):
-    Location(search="?kappa=abc&n_train=5").sync(
-        lab.settings, {p: p for p in cfg.url_parameters()}, on_error=lab._bad_url)
+    lab.apply_url({"kappa": "abc", "n_train": "5"})
     assert lab.settings.kappa == 0.5 and lab.settings.n_train == 200
-    assert "ignored invalid URL values" in lab.badge_pane.object and "kappa" in lab.badge_pane.object
+    assert "ignored URL values: kappa (" in lab.badge_pane.object and "n_train (" in lab.badge_pane.object
+
+
+def test_a_refused_expression_is_not_in_the_address_bar(lab):
+    """Issue 14 bug 5: the address bar shows the g in use, not a typed one that was refused."""
+    used = lab.settings.expression
+    lab.settings.param.update(forward="custom", expression="exp(exp(exp(f)))")
+    lab._apply_pending()
+    assert lab.expression_error is not None
+    address = urllib.parse.parse_qs(lab.address_bar.search.lstrip("?"))
+    assert address.get("expression", [used]) == [used] and "exp(exp" not in lab.address_bar.search
 
 
 def test_the_lab_renders_outside_a_server_as_in_jupyter(lab):

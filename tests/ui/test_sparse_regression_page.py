@@ -177,7 +177,10 @@ def test_charts_below_the_main_plot_arrive_after_it(lab):
                                " return s != null && s.get_length() > 0; }", arg=source, timeout=UPDATE_MS)
     assert set(cds_data(page, "sandwich-bar")["row"]) >= {"VFE", "FITC"}
     wait_for_idle(page)
-    for figure in ("sandwich", "terms", "trace"):
+    # the trace charts stay hidden until a fit fills them (drawn empty, BokehJS warns "could not set
+    # initial ranges"); test_optimise_finishes_and_shows_fitted_noise sees them filled
+    assert page.evaluate("() => Bokeh.documents[0].get_model_by_name('trace').visible") is False
+    for figure in ("sandwich", "terms"):
         px, py = page.evaluate("""(name) => { const fig = Bokeh.documents[0].get_model_by_name(name);
             const views = []; const walk = (v) => { if (v.model === fig) views.push(v);
               for (const c of (v.child_views ?? [])) walk(c); };
@@ -230,8 +233,35 @@ def test_url_query_sets_the_initial_state(open_lab):
 
 def test_invalid_url_values_show_a_message_and_the_page_works(open_lab):
     page = open_lab("?M=abc&noise_variance=-1").page  # both rejected: the defaults stay
-    expect(page.locator("#badges")).to_contain_text("ignored invalid URL values")
+    expect(page.locator("#badges")).to_contain_text("ignored URL values: M (must be an integer")
+    expect(page.locator("#badges")).to_contain_text("noise_variance (must be at least")
     assert cds_length(page, "inducing") == DEFAULT_M
+    expect(page).not_to_have_url(re.compile(r"M=abc|noise_variance=-1"))  # the address bar shows the state used
+
+
+@pytest.mark.parametrize("query, kept, rejected", [
+    ("?period=0&kernel=periodic", "kernel=periodic", "period (must be at least"),
+    ("?lengthscale=1e300&noise_variance=1e-06", "noise_variance=1e-06", "lengthscale (must be at most"),
+    ("?inducing_inputs=[NaN]", None, "inducing_inputs (every value must be finite"),
+    ("?M=15&no_such_key=1", "M=15", "no_such_key (not a setting"),
+])
+def test_each_url_key_is_kept_or_named_and_the_address_bar_shows_the_state_used(open_lab, query, kept, rejected):
+    """Issue 14 bug 5, in the browser: the badge names every rejected key, the address bar drops
+    it and keeps every valid one."""
+    page = open_lab(query).page
+    expect(page.locator("#badges")).to_contain_text(rejected)
+    bad_key = rejected.split(" (")[0]
+    expect(page).not_to_have_url(re.compile(rf"[?&]{bad_key}="))
+    if kept:
+        expect(page).to_have_url(re.compile(rf"[?&]{re.escape(kept)}(&|$)"))
+
+
+def test_inducing_inputs_in_the_url_decide_m_and_later_changes_reach_the_address_bar(open_lab):
+    page = open_lab("?M=15&inducing_inputs=[1.0,2.5,4.0]", expect_m=3).page
+    expect(page).to_have_url(re.compile(r"[?&]M=3(&|$)"))
+    expect(slider_handle(page, "M")).to_have_attribute("aria-valuenow", re.compile(r"^3(\.0)?$"))
+    set_widget_value(page, "Lengthscale", 0.8)
+    expect(page).to_have_url(re.compile(r"[?&]lengthscale=0\.8(&|$)"))
 
 
 def test_optimise_finishes_and_shows_fitted_noise(lab):
@@ -246,6 +276,7 @@ def test_optimise_finishes_and_shows_fitted_noise(lab):
     assert set(trace["label"]) == {"Exact GP", "FITC", "VFE"}
     assert all(len(xs) >= 2 for xs in trace["xs"])
     assert cds_length(page, "inducing-fitted") > 0
+    assert page.evaluate("() => Bokeh.documents[0].get_model_by_name('trace').visible") is True
 
 
 def test_dragging_an_inducing_point_changes_the_bound_readout(lab):

@@ -48,7 +48,7 @@ class LinearizedLab(LabBase):
         super().__init__(cfg.LinearizedSettings(), **params)
         self.forward, self.data = None, None
         self.results, self.refused, self.fitted = {}, [], None
-        self.error, self.expression_error = None, None
+        self.error, self.expression_error, self._forward_used = None, None, None
         self.timing_ms, self._learning_context = {}, None
         self._model_version, self._profile_request = 0, None  # a profile belongs to one model version
         self._build_components()
@@ -137,14 +137,23 @@ class LinearizedLab(LabBase):
     def _accept_expression(self, forward):
         """The forward model is usable: no expression error; a typed g's verdict says so."""
         self.expression_error = None
+        self._forward_used = {"forward": self.settings.forward, "expression": self.settings.expression}
         self._show(self.expression_message, texts.expression_html(forward=forward)
                    if self.settings.forward == "custom" else "")
+        self._update_address()
 
     def _refuse_expression(self, err):
         """A typed g that cannot be used: say why; the previous model and its views stay."""
         self.expression_error = str(err)
         self._show(self.expression_message, texts.expression_html(error=err))
         self._update_badges()
+        self._update_address()
+
+    def _url_overrides(self):
+        """While a typed g is refused, the address bar shows the g still in use."""
+        if self.expression_error is None:
+            return {}
+        return self._forward_used or {n: self.settings.param[n].default for n in ("forward", "expression")}
 
     def _run_methods(self, forward, data, manual=False):
         """(refused methods, method -> result, seconds): every shown method's inner loop for

@@ -144,9 +144,11 @@ class TraceCharts:
         self.terms = _Series(terms, "trace-terms-curves")
         self.figure, self.terms_figure = fig, terms
         self.markers = [vertical_marker(fig), vertical_marker(terms)]
+        fig.visible = terms.visible = False  # shown with the first fit: an empty chart has no ranges
 
     def update(self, outcomes):
         outcomes = outcomes or {}
+        self.figure.visible = self.terms_figure.visible = bool(outcomes)
         with self.objective as series:
             for a, o in outcomes.items():
                 series.add(np.arange(len(o.log_evidence)), o.log_evidence, COLORS[a], "solid", LABELS[a])
@@ -196,10 +198,13 @@ class SweepCharts:
             span = Span(location=np.nan, dimension="width", line_color="black", line_dash="dotted", line_width=2)
             fig.add_layout(span)
             self.exact_lines[key] = span
+            fig.visible = False  # shown with the first sweep: an empty chart has no ranges
             self.figures.append(fig)
 
     def update(self, sweep):
         rows = sweep.get("rows", []) if sweep else []
+        for fig in self.figures:
+            fig.visible = bool(rows)
         for key, series in self.series.items():
             with series:
                 for a in ("fitc", "vfe"):

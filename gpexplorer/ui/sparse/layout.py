@@ -35,7 +35,7 @@ def controls(lab):
                            {"Data": [lab.upload, lab.upload_message], "Inducing inputs": [lab.reset_button]})
     actions = pn.Column(pn.Row(lab.fit_button, lab.cancel_button), pn.Row(lab.sweep_button, lab.tighten_button),
                         lab.progress,
-                        lab.status, lab.replay_slider, lab.download, sizing_mode="stretch_width")
+                        lab.status, lab.replay_slider, lab.download, lab.address_bar, sizing_mode="stretch_width")
     return _progressive([actions], groups)
 
 
@@ -67,8 +67,8 @@ def views(lab):
                    active=keys.index(lab.view_tab))
 
     def on_tab(event):
+        lab.view_tab = keys[event.new]  # the tab's data first: a chart drawn empty warns "could not set initial ranges"
         fill(keys[event.new])
-        lab.view_tab = keys[event.new]
 
     tabs.param.watch(on_tab, "active")
     main_plot = {}

@@ -25,6 +25,7 @@ DATASETS = {"Snelson (200)": "snelson", "Snelson-100": "snelson100", "mcycle": "
 KERNELS = kernel_choices([name for name, kernel in kernels.KERNELS.items() if "lengthscale" in kernel().params])
 MAX_UPLOAD_ROWS = 20_000
 MAX_EXACT_N = 3000  # the exact GP is O(N^3); larger uploads are refused with a message
+MAX_URL_INPUT = 1e6  # |inducing input| accepted from a URL
 
 # parameters that define the problem: changing one discards fits and sweeps
 STRUCTURAL = ("dataset", "n_points", "data_noise", "data_seed", "kernel", "M", "z_init", "seed")
