@@ -11,7 +11,7 @@ import numpy as np
 from bokeh.models import Legend, LegendItem, Span
 from bokeh.plotting import figure as bokeh_figure
 
-__all__ = ["TOOLS", "lab_figure", "outside_legend", "legend_item", "vertical_marker", "assign"]
+__all__ = ["TOOLS", "lab_figure", "outside_legend", "legend_item", "vertical_marker", "assign", "range_placeholder"]
 
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save"  # save = PNG export of the figure
 
@@ -23,6 +23,16 @@ def lab_figure(name, title, height, **kw):
                        toolbar_location="above", **kw)
     fig.toolbar.logo = None
     return fig
+
+
+def range_placeholder(fig):
+    """An invisible line over (0, 0)-(1, 1) that gives ``fig`` its ranges while it has no data.
+
+    BokehJS warns "could not set initial ranges" at every paint of an auto-ranged figure with
+    nothing to range over (hidden figures are painted too). The ranges count only visible
+    renderers, so set the returned renderer's ``visible`` to whether the figure is empty."""
+    fig.x_range.only_visible = fig.y_range.only_visible = True
+    return fig.line([0.0, 1.0], [0.0, 1.0], line_alpha=0.0)
 
 
 def outside_legend(fig):

@@ -10,7 +10,7 @@ from bokeh.models import ColumnDataSource, FactorRange, Span
 
 from gpexplorer.sparse import objectives
 from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS, TERMS
-from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, vertical_marker
+from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, range_placeholder, vertical_marker
 from gpexplorer.ui.sparse.figures import COLORS
 
 SPARSE = objectives.APPROXIMATIONS
@@ -108,7 +108,8 @@ class _Series:
         legend.click_policy, legend.location, legend.label_text_font_size = "hide", "top_left", "9pt"
         fig.center.remove(legend)
         fig.add_layout(legend, "right")  # beside the plot, never over the lines
-        self._pending = None
+        legend.visible = False  # an empty legend is an empty box: shown with the first series
+        self._legend, self._pending = legend, None
 
     def __enter__(self):
         self._pending = {k: [] for k in self.source.data}
@@ -120,6 +121,7 @@ class _Series:
 
     def __exit__(self, *exc):
         assign(self.source, self._pending)
+        self._legend.visible = bool(self._pending["label"])
         self._pending = None
 
     def get(self, label):
@@ -144,11 +146,12 @@ class TraceCharts:
         self.terms = _Series(terms, "trace-terms-curves")
         self.figure, self.terms_figure = fig, terms
         self.markers = [vertical_marker(fig), vertical_marker(terms)]
-        fig.visible = terms.visible = False  # shown with the first fit: an empty chart has no ranges
+        self.placeholders = [range_placeholder(fig), range_placeholder(terms)]
 
     def update(self, outcomes):
         outcomes = outcomes or {}
-        self.figure.visible = self.terms_figure.visible = bool(outcomes)
+        for p in self.placeholders:
+            p.visible = not outcomes
         with self.objective as series:
             for a, o in outcomes.items():
                 series.add(np.arange(len(o.log_evidence)), o.log_evidence, COLORS[a], "solid", LABELS[a])
@@ -172,9 +175,10 @@ class AddOneChart:
         fig.xaxis.axis_label, fig.yaxis.axis_label = "z*", "change in log p(y) term"
         fig.add_layout(Span(location=0, dimension="width", line_color="#888888", line_width=1))
         self.series = _Series(fig, "add-one-curves")
-        self.figure = fig
+        self.figure, self.placeholder = fig, range_placeholder(fig)
 
     def update(self, curves):
+        self.placeholder.visible = not curves
         with self.series as series:
             for a, c in curves.items():
                 z = np.asarray(c["candidates"])[:, 0]
@@ -198,13 +202,13 @@ class SweepCharts:
             span = Span(location=np.nan, dimension="width", line_color="black", line_dash="dotted", line_width=2)
             fig.add_layout(span)
             self.exact_lines[key] = span
-            fig.visible = False  # shown with the first sweep: an empty chart has no ranges
             self.figures.append(fig)
+        self.placeholders = [range_placeholder(f) for f in self.figures]
 
     def update(self, sweep):
         rows = sweep.get("rows", []) if sweep else []
-        for fig in self.figures:
-            fig.visible = bool(rows)
+        for placeholder in self.placeholders:
+            placeholder.visible = not rows
         for key, series in self.series.items():
             with series:
                 for a in ("fitc", "vfe"):

@@ -13,7 +13,7 @@ from bokeh.models import ColumnDataSource, PointDrawTool
 from bokeh.transform import factor_cmap
 
 from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS
-from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend
+from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, range_placeholder
 
 COLORS = {"exact": "#404040", "sor": "#8e44ad", "dtc": "#e69f00", "fitc": "#d62728", "vfe": "#1f77b4"}
 
@@ -119,17 +119,20 @@ class SplitFigure:
         r5 = fig.scatter("x", "y", source=self.data, size=3, color="black", alpha=0.3)
         legend.items.extend([legend_item("g +- 2 sd(g)", [r2, r3]), legend_item("+- 2 sd(g + h)", [r1]),
                              legend_item("sd(h)", [r4]), legend_item("data", [r5])])
-        self.figure = fig
+        self.figure, self.placeholder = fig, range_placeholder(fig)
 
     def update(self, x, data_x, data_y, g_mean, g_var, h_var, label):
         g_sd, f_sd = 2 * np.sqrt(g_var), 2 * np.sqrt(g_var + h_var)
         self.source.data = {"x": x, "g": g_mean, "g_lo": g_mean - g_sd, "g_hi": g_mean + g_sd,
                             "f_lo": g_mean - f_sd, "f_hi": g_mean + f_sd, "h_sd": np.sqrt(h_var)}
         self.data.data = {"x": data_x, "y": data_y}
+        self.placeholder.visible = False
         self.figure.title.text = f"g/h split of {label}'s approximate posterior"
 
     def clear(self, message):
         self.source.data = {k: [] for k in self.source.data}
+        self.data.data = {"x": [], "y": []}
+        self.placeholder.visible = True
         self.figure.title.text = message
 
 

@@ -21,14 +21,14 @@ EXPLAIN = {
     "noise": "<b>Noise.</b> After a fit: each approximation's noise variance beside the exact GP's. FITC's "
              "far below the exact value is the noise collapse of thesis 3.2.1.",
     "trace": "<b>Trace.</b> Objective and terms at every L-BFGS-B iterate; the replay slider moves the "
-             "posterior plot through these iterates (dotted marker). The charts appear after <i>Optimise</i>.",
+             "posterior plot through these iterates (dotted marker). The charts fill after <i>Optimise</i>.",
     "add_one": (
         "<b>Add one inducing input (fig. 3.2).</b> Change of each term of log p(y) if one more inducing input "
         "were placed at z*, everything else fixed. VFE's total is never negative: an extra inducing "
         "input cannot hurt its bound; FITC's can be."),
     "sweep": "<b>M sweep (fig. 3.5-3.7).</b> Each M fitted from scratch in the background: objective, noise, "
              "NLPD and SMSE against M for FITC and VFE, with the exact GP dotted and the upper bound dashed. "
-             "The charts appear after <i>Run M sweep</i>.",
+             "The charts fill after <i>Run M sweep</i>.",
     "split": "<b>g/h split (fig. 2.4-2.5).</b> f = g + h: g carries what the inducing outputs explain, h the "
              "remaining prior variance, large away from Z. SoR drops h entirely.",
     "badges": "Badges flag pathologies as they occur: noise collapse, clumped inputs, above the upper "
