@@ -17,6 +17,7 @@ import gc
 import importlib.util
 import pathlib
 import socket
+import threading
 import time
 import weakref
 
@@ -43,6 +44,25 @@ def _load_client():
 ClientSession = _load_client()
 
 
+def _run(coroutine):
+    """``asyncio.run`` on a thread of its own: in a full test run Playwright's sync API keeps an
+    event loop running on the main thread, where ``asyncio.run`` refuses to start another."""
+    box = {}
+
+    def target():
+        try:
+            box["result"] = asyncio.run(coroutine)
+        except BaseException as err:  # noqa: BLE001 - re-raised on the test's thread
+            box["error"] = err
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
 @pytest.fixture(scope="module")
 def served():
     """The sparse page served in-process; yields its URL."""
@@ -64,7 +84,7 @@ def served():
         # when the first session's events are processed, and the task's copied context keeps that first document (emptied
         # when the session is destroyed; its lab is freed) alive for the life of the process. One
         # document per process, not per session; the tests look at the sessions after it.
-        asyncio.run(_visit_and_leave(url))
+        _run(_visit_and_leave(url))
         yield url
     finally:
         server.stop()  # stops the server thread's loop: pytest does not wait for it at exit
@@ -131,7 +151,7 @@ def test_a_closed_sessions_lab_and_document_are_garbage_collected(served):
         await session.close()
         return labs, docs
 
-    labs, docs = asyncio.run(visit())
+    labs, docs = _run(visit())
     assert len(labs) == 1 and labs[0]() is not None, "one lab per session, alive while the session is open"
     assert len(docs) == 1 and docs[0]() is not None, "one served document per session"
     _wait_freed(labs, "the lab")
@@ -155,7 +175,7 @@ def test_a_job_running_when_the_tab_closes_is_cancelled(served):
         await session.close()
         return lab_ref, job
 
-    lab_ref, job = asyncio.run(start_sweep_and_leave())
+    lab_ref, job = _run(start_sweep_and_leave())
     assert job.join(FREED_WITHIN_S) == "cancelled", f"the sweep went on after the tab closed: {job.state}"
     _wait_freed([lab_ref], "the lab")
 
@@ -180,7 +200,7 @@ def test_a_served_page_releases_memory_once_its_session_is_destroyed(served):
         for session in pair:
             await session.close()
 
-    asyncio.run(two_visits())
+    _run(two_visits())
     deadline = time.monotonic() + FREED_WITHIN_S
     while sessions.release_count() == before:
         assert time.monotonic() < deadline, "no memory release after the sessions were destroyed"
