@@ -93,6 +93,19 @@ class InducingFeature:
         """A feature of this type with one member at each row of ``locations`` [K, D]."""
         raise NotImplementedError
 
+    def moved(self, m, location) -> "InducingFeature":
+        """A copy with member ``m`` at ``location`` [D], every other parameter unchanged (a drag
+        in the labs; the bound against one feature's position, thesis fig. 4.4).
+
+        This default moves the row of the parameter that ``locations`` returns (``Z``, ``mu``);
+        a feature whose locations are derived from several parameters overrides it."""
+        name = next((n for n in self.parameter_names if getattr(self, n) is self.locations), None)
+        if name is None:
+            raise NotImplementedError(f"{type(self).__name__} does not say how to move one member")
+        values = np.array(getattr(self, name), dtype=float)
+        values[m] = np.asarray(location, dtype=float).reshape(values.shape[1:])
+        return self.copy().set_params(**{name: values})
+
     def concatenate(self, other) -> "InducingFeature":
         """This feature's members followed by ``other``'s (same type)."""
         raise NotImplementedError

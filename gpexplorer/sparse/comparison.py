@@ -19,6 +19,7 @@ from gpexplorer import covariances
 from gpexplorer.inducing import InducingFeature, InducingPoints
 from gpexplorer.linalg import CholeskyError, JitterWarning
 from gpexplorer.sparse import diagnostics
+from gpexplorer.sparse.feature_position import DUPLICATE_CORRELATION, near_duplicates
 from gpexplorer.sparse import objectives
 from gpexplorer.sparse import regression as models
 
@@ -91,6 +92,7 @@ class ApproximationResult:
     var_f: np.ndarray | None = None
     jitter_used: float = 0.0
     clumped_pairs: int = 0
+    duplicate_features: list = field(default_factory=list)  # (i, j, corr of u) above DUPLICATE_CORRELATION
     condition_number: float = float("nan")  # of Kuu + jitter I, the matrix factorised
     kuu_min_eigenvalue: float = float("nan")
     samples: np.ndarray | None = None  # [S, G] draws of f on the grid
@@ -179,13 +181,16 @@ def evaluate(ds, name, p: ParameterSet, inputs, exact_cache=None, n_samples=0, s
             if name != "exact":
                 res.upper_bound = float(model.upper_bound())
                 ls = _lengthscale(p.kernel)
-                res.clumped_pairs = diagnostics.clumped_pairs(model.Z, ls, CLUMP_TOL)
+                if isinstance(model.inducing, InducingPoints):
+                    res.clumped_pairs = diagnostics.clumped_pairs(model.Z, ls, CLUMP_TOL)
+                else:  # widths and frequencies matter too: compare the inducing outputs themselves
+                    res.duplicate_features = near_duplicates(model.inducing, p.kernel)
                 Kuu = covariances.Kuu(model.inducing, p.kernel)
                 res.condition_number = diagnostics.condition_number(Kuu, model.jitter_used)
                 res.kuu_min_eigenvalue = diagnostics.smallest_eigenvalue(Kuu)
             if n_samples:
                 res.samples = _samples(model, inputs, n_samples, seed)
-    except (CholeskyError, ValueError, np.linalg.LinAlgError, FloatingPointError) as err:
+    except (CholeskyError, ValueError, np.linalg.LinAlgError, FloatingPointError, NotImplementedError) as err:
         res.error = str(err)
     return res
 
@@ -223,6 +228,12 @@ def badges(results: dict, fitted_noise=None) -> list:
                              f"{label}: {r.clumped_pairs} pair(s) of inducing inputs closer than "
                              f"{CLUMP_TOL} lengthscales; cond(Kuu + jitter I) = {r.condition_number:.1e}. "
                              "Clumped inputs act as one, switching the others off (§3.2.2)."))
+        elif r.duplicate_features:
+            pairs = ", ".join(f"{i + 1} and {j + 1} ({c:.7f})" for i, j, c in r.duplicate_features[:3])
+            out.append(Badge("near-duplicate", name,
+                             f"{label}: inducing features {pairs} are near-duplicates: their u are correlated "
+                             f"above {DUPLICATE_CORRELATION} (thesis §4.4.2). Such a pair can act as one new basis "
+                             "function (their difference) or as one feature; jitter decides which."))
         elif r.kuu_min_eigenvalue < r.jitter_used or r.condition_number > ILL_CONDITIONED:
             out.append(Badge("ill-conditioned", name,
                              f"{label}: Kuu is ill-conditioned: its smallest eigenvalue "
@@ -245,6 +256,14 @@ def badges(results: dict, fitted_noise=None) -> list:
                                  f"exact GP's {exact_noise:.3g}: it explains data with the "
                                  "heteroscedastic diagonal instead (§3.2.1)."))
     return out
+
+
+def basis_functions(p: ParameterSet, inputs):
+    """[M, G] each inducing feature's basis function Kuf(x, z_m) / sigma^2 on ``inputs`` (what
+    the lab draws under the posterior: a bump, a wavelet, a sum of kernel bumps)."""
+    Kuf = covariances.Kuf(p.inducing, p.kernel, np.asarray(inputs, dtype=float))
+    scale = float(np.max(np.atleast_1d(getattr(p.kernel, "variance", 1.0))))
+    return Kuf / scale
 
 
 def parameter_key(p: ParameterSet):

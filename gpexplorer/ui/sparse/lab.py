@@ -27,7 +27,9 @@ from gpexplorer.sparse.comparison import (APPROXIMATIONS, LABELS, badges, build_
 from gpexplorer.sparse.joint_fit import fit_all
 from gpexplorer.ui.lab_base import LabBase, next_tick
 from gpexplorer.ui.markup import TextBlock, status_html
+from gpexplorer.ui.sparse import features as lab_features
 from gpexplorer.ui.sparse import layout
+from gpexplorer.ui.sparse.feature_views import FeatureViews
 from gpexplorer.ui.sparse import settings as cfg
 from gpexplorer.ui.sparse.charts import AddOneChart, SandwichChart, SweepCharts, TermsChart, TraceCharts
 from gpexplorer.ui.sparse.figures import PosteriorFigure, PredictedVsTrueFigure, SplitFigure
@@ -51,7 +53,7 @@ def _reference(names):
     return next(n for n in reversed(APPROXIMATIONS) if n in names)
 
 
-class SparseRegressionLab(LabBase):
+class SparseRegressionLab(FeatureViews, LabBase):
     """The FITC-vs-VFE dashboard; ``SparseRegressionLab()`` in Jupyter or a served app file."""
 
     mode = param.Selector(default="manual", objects=["manual", "fitted"])
@@ -65,7 +67,7 @@ class SparseRegressionLab(LabBase):
     def __init__(self, **params):
         super().__init__(cfg.LabSettings(), **params)
         self.dataset, self.error = None, None
-        self.Z = None  # shared inducing inputs [M, D]
+        self.feature = None  # the shared inducing feature (its locations: the inducing inputs)
         self.fits, self.fit_start, self.sweep = None, None, None
         self.tightened = {}  # parameter_key -> upper bound with Z optimised for it
         self.comparison = None
@@ -168,7 +170,8 @@ class SparseRegressionLab(LabBase):
         try:
             self.dataset = cfg.load_dataset(self.settings, self.uploaded)
             url_Z = self._url_Z()
-            self.Z = url_Z if url_Z is not None else cfg.initial_Z(self.dataset, self.settings)
+            Z = url_Z if url_Z is not None else cfg.initial_Z(self.dataset, self.settings)
+            self.feature = cfg.initial_feature(self.dataset, self.settings, Z)
             self.error = None
         except ValueError as err:  # keep showing the previous data set, with the reason why
             self.error = str(err)
@@ -194,10 +197,13 @@ class SparseRegressionLab(LabBase):
                 self.settings.inducing_inputs = []
             self._reload()
             return
-        if names & set(cfg.HYPERPARAMETERS) or "inducing_inputs" in names:
+        if names & set(cfg.HYPERPARAMETERS) or names & {"inducing_inputs", *cfg.FEATURE_EDITS}:
             self.mode = "manual"
             if "inducing_inputs" in names and self._url_Z() is not None:
-                self.Z = self._url_Z()
+                self.feature = lab_features.dragged(self.feature, self._url_Z())
+            self._edit_feature(names)
+        if "selected_feature" in names:
+            self._show_selected_feature()
         # one combined message per connection instead of ~13: Bokeh walks the whole document for
         # each (measured with 30 sessions: server CPU per round of moves -25 %); fits are not held
         with pn.io.hold():
@@ -207,7 +213,7 @@ class SparseRegressionLab(LabBase):
         if self._quiet or self.dataset is None or self.dataset.input_dim != 1:
             return
         x = np.asarray(new.get("x", []), dtype=float)
-        if len(x) != len(self.Z) or not np.all(np.isfinite(x)):
+        if self.feature is None or len(x) != len(self.Z) or not np.all(np.isfinite(x)):
             return
         self.settings.inducing_inputs = [round(float(v), 6) for v in x]  # -> _on_settings -> refresh
 
@@ -225,7 +231,7 @@ class SparseRegressionLab(LabBase):
         return {name: shared for name in names}
 
     def _shared(self):
-        return cfg.shared_parameters(self.dataset, self.settings, self.Z)
+        return cfg.shared_parameters(self.dataset, self.settings, self.feature)
 
     def refresh(self):
         """Re-evaluate every objective and rewrite every live view (no optimisation)."""
@@ -264,16 +270,17 @@ class SparseRegressionLab(LabBase):
         # skipped instead (figures.assign)
         with self._silenced():
             if ds.input_dim == 1:
-                fitted_Z = ({n: p.Z for n, p in psets.items() if p.Z is not None}
+                fitted_Z = ({n: self._markers(p.inducing) for n, p in psets.items() if p.inducing is not None}
                             if self.mode == "fitted" else None)
-                start_Z = self.fit_start.Z if self.mode == "fitted" and self.fit_start else None
+                start_Z = self._markers(self.fit_start.inducing) if self.mode == "fitted" and self.fit_start else None
                 self.posterior.update(ds.X[:, 0], ds.y, c, s.band, self.Z, fitted_Z, start_Z, s.show_samples)
+                self._update_strip(psets)
             else:
                 self.pvt.update(_prediction_points(ds)[1], c, _prediction_points(ds)[2])
             self.sandwich.update(c)
             self.terms.update(c)
             self.trace.mark(self.replay if self.mode == "fitted" else -1)
-            self._stale_tabs = {"add_one", "split"}
+            self._stale_tabs = {"add_one", "split", "position"}
             self._update_tab()
             self.one_dimensional = ds.input_dim == 1
         texts = (bounds_html(c), noise_html(c, self.fits if self.mode == "fitted" else None),
@@ -296,14 +303,13 @@ class SparseRegressionLab(LabBase):
             return
         self._stale_tabs.discard(tab)
         if self.dataset.input_dim != 1:
-            (self.split.clear if tab == "split" else self.add_one.update)(
-                "g/h split: 1-D inputs only" if tab == "split" else {})
+            {"split": lambda: self.split.clear("g/h split: 1-D inputs only"),
+             "add_one": lambda: self.add_one.update({}),
+             "position": lambda: self.position_chart.clear("the position sweep needs 1-D inputs")}[tab]()
             return
         with _blas_threads(self.dataset):
-            if tab == "split":
-                self._update_split(self.parameter_sets())
-            else:
-                self._update_add_one(self.parameter_sets())
+            {"split": self._update_split, "add_one": self._update_add_one,
+             "position": self._update_position}[tab](self.parameter_sets())
 
     def _update_split(self, psets):
         name = self.settings.split_of
@@ -321,9 +327,9 @@ class SparseRegressionLab(LabBase):
         candidates = np.linspace(lo, hi, ADD_ONE_CANDIDATES)[:, None]
         curves = {}
         for name, p in psets.items():
-            if name != "exact" and p.Z is not None:
+            if name != "exact" and p.inducing is not None and self._draggable():
                 curves[name] = studies.add_one_inducing_curve(X, self.dataset.y, p.kernel, p.noise_variance,
-                                                              p.Z, name, candidates)
+                                                              p.inducing, name, candidates)
         self.add_one.update(curves)
 
     def _problems(self):
@@ -355,7 +361,8 @@ class SparseRegressionLab(LabBase):
         Ms = sorted(set(np.linspace(1, min(s.sweep_max_M, ds.n), 12).round().astype(int).tolist()))
         self._start_job("sweep", lambda job: studies.m_sweep(
             ds, p.kernel, p.noise_variance, Ms, z_init=s.z_init, seed=s.seed, max_iter=s.max_iter,
-            progress=job.report, cancelled=lambda: job.cancelled, tighten_upper_bound=TIGHTEN_ITERATIONS))
+            progress=job.report, cancelled=lambda: job.cancelled, tighten_upper_bound=TIGHTEN_ITERATIONS,
+            inducing=None if s.feature == "points" else p.inducing))
 
     def start_tighten(self):
         """Minimise the upper bound over its own Z at each shown approximation's parameters."""
@@ -392,13 +399,14 @@ class SparseRegressionLab(LabBase):
             self.param.replay.bounds = (0, max(longest, 1))
             self.replay = longest
             self.mode = "fitted"
-            if reference.final.Z is not None and self.dataset.input_dim == 1:
-                self.Z = np.array(reference.final.Z)
+            if reference.final.inducing is not None:
+                self.feature = reference.final.inducing.copy()
         self.refresh()  # the plots first: they are what the user is waiting for
         with self._silenced():
             cfg.adopt(self.settings, reference.final)  # warm start for the next fit
-            if reference.final.Z is not None and self.dataset.input_dim == 1:
+            if self.feature is not None and self.dataset.input_dim == 1 and self._draggable():
                 self.settings.inducing_inputs = [round(float(v), 6) for v in self.Z[:, 0]]
+            self._show_selected_feature()
         self.replay_slider.disabled = False
         self.trace.update(outcomes)
 

@@ -48,6 +48,10 @@ def _tab_content(lab, key):
         return pn.Column(_note("sweep"), pn.GridBox(*[pn.pane.Bokeh(f, sizing_mode="stretch_width")
                                                       for f in lab.sweep_charts.figures], ncols=2,
                                                     sizing_mode="stretch_width"), sizing_mode="stretch_width")
+    if key == "position":
+        return pn.Column(_note("position"), pn.Row(*[pn.pane.Bokeh(f, sizing_mode="stretch_width")
+                                                      for f in lab.position_chart.figures], sizing_mode="stretch_width"),
+                         sizing_mode="stretch_width")
     figure = {"add_one": lambda: lab.add_one.figure, "split": lambda: lab.split.figure}[key]()
     return _view(figure, key)
 
@@ -76,7 +80,9 @@ def views(lab):
     def posterior_or_pvt(one_dimensional):
         key = "posterior" if one_dimensional else "pvt"
         if key not in main_plot:
-            main_plot[key] = _view(lab.posterior.figure if one_dimensional else lab.pvt.figure, key)
+            main_plot[key] = (pn.Column(_view(lab.posterior.figure, key), _view(lab.strip.figure, "strip"),
+                                        sizing_mode="stretch_width")
+                              if one_dimensional else _view(lab.pvt.figure, key))
         return main_plot[key]
 
     main = pn.panel(pn.bind(posterior_or_pvt, lab.param.one_dimensional), sizing_mode="stretch_width")

@@ -15,7 +15,7 @@ from gpexplorer.sparse.comparison import LABELS
 from gpexplorer.ui.markup import STYLE
 
 BADGE_TITLES = {"noise-collapse": "Noise collapse", "clumping": "Clumped inducing inputs",
-                "ill-conditioned": "Ill-conditioned Kuu",
+                "ill-conditioned": "Ill-conditioned Kuu", "near-duplicate": "Near-duplicate features",
                 "above-upper-bound": "Above the upper bound", "jitter": "Jitter escalated",
                 "failure": "Numerical failure"}
 

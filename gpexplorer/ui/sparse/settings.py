@@ -15,6 +15,9 @@ from gpexplorer import datasets, kernels
 from gpexplorer.inducing.placement import initial_inducing_inputs
 from gpexplorer.sparse import objectives
 from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS, ParameterSet
+from gpexplorer.inducing import InducingFeature
+from gpexplorer.ui.sparse import features
+from gpexplorer.ui.sparse.features import FEATURE_CHOICES, FEATURE_SETTINGS, SE_ONLY, USES
 from gpexplorer.ui.uploads import read_upload
 from gpexplorer.ui.widgets import kernel_choices
 
@@ -28,7 +31,9 @@ MAX_EXACT_N = 3000  # the exact GP is O(N^3); larger uploads are refused with a 
 MAX_URL_INPUT = 1e6  # |inducing input| accepted from a URL
 
 # parameters that define the problem: changing one discards fits and sweeps
-STRUCTURAL = ("dataset", "n_points", "data_noise", "data_seed", "kernel", "M", "z_init", "seed")
+STRUCTURAL = ("dataset", "n_points", "data_noise", "data_seed", "kernel", "M", "z_init", "seed", "feature", "C")
+#: settings that edit the current inducing feature in place (no re-initialisation)
+FEATURE_EDITS = ("feature_width", "feature_frequency")
 HYPERPARAMETERS = ("variance", "lengthscale", "alpha", "period", "noise_variance")
 KERNEL_EXTRAS = {"rq": ("alpha",), "periodic": ("period",)}
 
@@ -57,6 +62,20 @@ class LabSettings(param.Parameterized):
     z_init = param.Selector(default="random", objects=["even", "random", "kmeans"],
                             doc="Initial placement of the inducing inputs")
     seed = param.Integer(default=0, bounds=(0, 10_000), doc="Seed for the initial inducing inputs")
+    feature = param.Selector(default="points", objects=FEATURE_CHOICES, label="Inducing features",
+                             doc="What each inducing variable is (thesis ch. 4): a point, a bump (multiscale), a "
+                                 "Gabor wavelet (time-frequency), a windowed sinusoid (frequency) or a sum of C deltas")
+    C = param.Integer(default=3, bounds=(1, 20), precedence=-1, doc="Deltas per inducing feature (sum of deltas)")
+    feature_width = param.Number(default=0.3, bounds=(1e-3, 20.0), softbounds=(0.01, 3.0), precedence=-1,
+                                 label="Feature width", doc="Width (standard deviation) of the selected feature's "
+                                 "window; shared by all time-frequency features; the spread of the deltas")
+    feature_frequency = param.Number(default=1.0, bounds=(-100.0, 100.0), softbounds=(0.0, 10.0), precedence=-1,
+                                     label="Feature frequency", doc="Angular frequency of the selected feature")
+    selected_feature = param.Integer(default=0, bounds=(0, 199), precedence=-1, label="Selected feature",
+                                     doc="The feature the width and frequency sliders and the position sweep act on")
+    position_jitter = param.Selector(default=1e-6, objects={f"{v:.0e}": v for v in (1e-8, 1e-6, 1e-4, 1e-2, 1e-1)},
+                                     label="Jitter (position sweep)",
+                                     doc="Jitter on Kuu's diagonal for the bound-against-position curve (thesis fig. 4.4)")
     approximations = param.ListSelector(default=["exact", "fitc", "vfe"], objects={LABELS[a]: a for a in APPROXIMATIONS},
                                         doc="Approximations shown at once")
     band = param.Selector(default="y", objects={"2 sigma of y": "y", "2 sigma of f": "f"},
@@ -81,6 +100,11 @@ class LabSettings(param.Parameterized):
         for name, used_by in DATA_CONTROLS.items():
             self.param[name].precedence = 1 if self.dataset in used_by else -1
 
+    @param.depends("feature", watch=True, on_init=True)
+    def _show_feature_controls(self):
+        for name in FEATURE_SETTINGS:
+            self.param[name].precedence = 1 if name in USES[self.feature] else -1
+
     @param.depends("kernel", watch=True, on_init=True)
     def _show_kernel_extras(self):
         for name in ("alpha", "period"):
@@ -92,8 +116,9 @@ def control_groups():
     return {
         "Data": ["dataset", "n_points", "data_noise", "data_seed"],
         "Model": ["kernel", "variance", "lengthscale", "alpha", "period", "noise_variance"],
-        "Inducing inputs": ["M", "z_init", "seed"],
-        "Show": ["approximations", "band", "show_samples", "split_of"],
+        "Inducing inputs": ["M", "z_init", "seed", "feature", "C", "selected_feature", "feature_width",
+                            "feature_frequency"],
+        "Show": ["approximations", "band", "show_samples", "split_of", "position_jitter"],
         "Optimisation": ["optimise_kernel", "optimise_noise", "optimise_Z", "restarts", "max_iter",
                          "vfe_from_fitc", "sweep_max_M"],
     }
@@ -138,11 +163,21 @@ def initial_Z(ds, s: LabSettings):
     return initial_inducing_inputs(ds.X, s.M, s.z_init, s.seed)
 
 
-def shared_parameters(ds, s: LabSettings, Z) -> ParameterSet:
+def shared_parameters(ds, s: LabSettings, feature) -> ParameterSet:
+    """The sliders' hyperparameters with ``feature`` (an inducing feature, or inducing inputs [M, D])."""
     kernel = make_kernel(s)
     if ds.input_dim > 1:
         kernel.set_params(lengthscale=np.full(ds.input_dim, s.lengthscale))
-    return ParameterSet(kernel, s.noise_variance, np.array(Z, dtype=float))
+    feature = feature.copy() if isinstance(feature, InducingFeature) else np.array(feature, dtype=float)
+    return ParameterSet(kernel, s.noise_variance, feature)
+
+
+def initial_feature(ds, s: LabSettings, Z):
+    """The chosen feature type at inducing locations ``Z``; ValueError when it cannot be used here."""
+    if s.feature in SE_ONLY and s.kernel != "se":
+        raise ValueError(f"{s.feature} features are worked out for the squared-exponential kernel only "
+                         "(thesis ch. 4); choose that kernel, or inducing points or sums of deltas")
+    return features.build(s.feature, Z, s)
 
 
 def adopt(s: LabSettings, p: ParameterSet):

@@ -1,9 +1,18 @@
 """One short explanation per view of the sparse-regression lab: what to look at (HTML, no TeX)."""
 
 TABS = {"trace": "Optimisation trace", "add_one": "Add one inducing input", "sweep": "M sweep",
-        "split": "g/h split"}
+        "split": "g/h split", "position": "Bound vs feature position"}
 
 EXPLAIN = {
+    "strip": (
+        "<b>Inducing features.</b> Each inducing variable's basis function Kuf(x, z_m) / sigma^2, one colour "
+        "per feature: a bump for a point or a multiscale feature, a modulated bump for a time-frequency one, "
+        "a windowed sinusoid for a frequency one; ticks mark a sum of deltas' C locations (thesis ch. 4)."),
+    "position": (
+        "<b>Bound against one feature's position (fig. 4.4).</b> VFE's bound as the selected feature is moved "
+        "across the inputs, everything else fixed; right, a zoom around the highest point. Two nearly "
+        "coincident features can carry a narrow, high peak that a coarse sweep misses; more jitter "
+        "(Show card) removes it."),
     "posterior": (
         "<b>Posterior.</b> Dots are data; each colour is an approximation's mean and 2-sigma band over "
         "the exact GP (grey, dashed). Green triangles are the shared inducing inputs Z: <b>drag one</b> "

@@ -1,0 +1,92 @@
+"""Bokeh charts of the inducing features (thesis ch. 4): the strip of basis functions under
+the posterior, and the bound against one feature's position with its zoom (fig. 4.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+from bokeh.models import ColumnDataSource, Span
+from bokeh.palettes import Category10_10
+
+from gpexplorer.ui.plotting import assign, lab_figure, range_placeholder, vertical_marker
+
+__all__ = ["FeatureStrip", "PositionChart", "feature_colors"]
+
+TICK_HEIGHT = 0.35  # of a sum of deltas' ticks, in the strip's units (Kuf / sigma^2)
+
+
+def feature_colors(M):
+    """One colour per feature, cycling through Category10."""
+    return [Category10_10[m % 10] for m in range(M)]
+
+
+class FeatureStrip:
+    """Kuf(x, z_m) / sigma^2 of every feature as a curve, one colour each; a sum of deltas also
+    gets a tick at each of its C locations, the ticks of one feature joined."""
+
+    def __init__(self, x_range=None):
+        kw = {"x_range": x_range} if x_range is not None else {}
+        fig = lab_figure("feature-strip", "Inducing features: basis functions Kuf(x, z_m) / sigma^2", 170, **kw)
+        fig.yaxis.axis_label = "Kuf / sigma^2"
+        fig.add_layout(Span(location=0, dimension="width", line_color="#999999", line_width=1))
+        self.curves = ColumnDataSource({"xs": [], "ys": [], "color": [], "member": []}, name="feature-curves")
+        fig.multi_line("xs", "ys", line_color="color", line_width=2, line_alpha=0.85, source=self.curves)
+        self.ticks = ColumnDataSource({"xs": [], "ys": [], "color": []}, name="feature-ticks")
+        fig.multi_line("xs", "ys", line_color="color", line_width=2, source=self.ticks)
+        self.placeholder = range_placeholder(fig)
+        self.figure = fig
+
+    def update(self, grid, basis, delta_positions=None, weights=None):
+        """``basis`` [M, G] on ``grid`` [G]; ``delta_positions``/``weights`` [M, C] for sums of deltas."""
+        basis = np.asarray(basis)
+        colors = feature_colors(basis.shape[0])
+        assign(self.curves, {"xs": [grid] * basis.shape[0], "ys": list(basis), "color": colors,
+                             "member": list(range(basis.shape[0]))})
+        xs, ys, cs = [], [], []
+        if delta_positions is not None:
+            for m, (z, w) in enumerate(zip(delta_positions, weights)):
+                order = np.argsort(z)
+                top = TICK_HEIGHT * np.sign(w[order]) * np.maximum(np.abs(w[order]) / max(np.abs(w).max(), 1e-300), 0.2)
+                # each tick from 0 to its weight's height, the ticks joined along their tops
+                x = np.concatenate([[z[k], z[k], np.nan] for k in order] + [z[order]])
+                y = np.concatenate([[0.0, t, np.nan] for t in top] + [top])
+                xs.append(x), ys.append(y), cs.append(colors[m])
+        assign(self.ticks, {"xs": xs, "ys": ys, "color": cs})
+        self.placeholder.visible = basis.size == 0
+
+
+class PositionChart:
+    """The VFE bound against the selected feature's position (left) and a zoom on its maximum
+    (right), each with the feature's current position marked."""
+
+    def __init__(self):
+        self.figures, self.sources, self.markers, self.placeholders = [], [], [], []
+        for key, title in (("coarse", "Bound against the selected feature's position"),
+                           ("zoom", "Zoom around the highest point")):
+            fig = lab_figure(f"position-{key}", title, 260)
+            fig.xaxis.axis_label, fig.yaxis.axis_label = "position of the selected feature", "VFE bound"
+            source = ColumnDataSource({"x": [], "bound": []}, name=f"position-{key}-curve")
+            fig.line("x", "bound", source=source, line_width=2, color="#1f77b4")
+            fig.scatter("x", "bound", source=source, size=3, color="#1f77b4")
+            self.markers.append(vertical_marker(fig, color="#2ca02c"))
+            self.placeholders.append(range_placeholder(fig))
+            self.figures.append(fig)
+            self.sources.append(source)
+
+    def update(self, coarse, zoom, position, title=None):
+        """``coarse``/``zoom``: :class:`gpexplorer.sparse.feature_position.PositionCurve`."""
+        for source, curve, placeholder, marker in zip(self.sources, (coarse, zoom), self.placeholders, self.markers):
+            bound = np.where(np.isfinite(curve.bound), curve.bound, np.nan)
+            assign(source, {"x": curve.grid, "bound": bound})
+            placeholder.visible = False
+            marker.location = float(position)
+        x, b = coarse.best
+        zx, zb = zoom.best
+        self.figures[0].title.text = title or (f"Bound against feature position: highest {b:.2f} at {x:.3f} "
+                                               f"(jitter {coarse.jitter:.0e})")
+        self.figures[1].title.text = f"Zoom: highest {zb:.2f} at {zx:.4f}"
+
+    def clear(self, message):
+        for source, placeholder in zip(self.sources, self.placeholders):
+            assign(source, {"x": [], "bound": []})
+            placeholder.visible = True
+        self.figures[0].title.text = message
