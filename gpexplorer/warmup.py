@@ -135,6 +135,32 @@ def sparse_studies():
         studies.add_one_inducing_curve(ds.X, ds.y, kernel, 0.1, ds.X[::6].copy(), approximation, candidates)
 
 
+def sparse_features():
+    """Every inter-domain feature type in the lab: the first plot, its strip and position sweep, a fit."""
+    from gpexplorer import inducing, kernels
+    from gpexplorer.sparse.comparison import APPROXIMATIONS, ParameterSet, basis_functions, build_model, compare
+    from gpexplorer.sparse.comparison import default_grid
+    from gpexplorer.sparse.feature_position import near_duplicates, position_curve
+    from gpexplorer.sparse.joint_fit import fit_all
+
+    ds = _snelson_small()
+    kernel = kernels.SquaredExponential()
+    grid = default_grid(ds.X, n=50)
+    for name, cls in inducing.FEATURES.items():
+        if name == "points":
+            continue
+        try:
+            feature = cls.from_data(ds.X, 6, kernel, seed=0)
+        except (AttributeError, TypeError):  # a feature without that initialiser
+            feature = cls(ds.X[::40].copy())
+        p = ParameterSet(kernel, 0.1, feature)
+        compare(ds, {n: p for n in APPROXIMATIONS}, grid)
+        basis_functions(p, grid)
+        near_duplicates(feature, kernel)
+        position_curve(build_model(ds, "vfe", p), 0, grid[:5, 0])
+        fit_all(ds, p, [n for n in APPROXIMATIONS if n != "exact"], max_iter=3)
+
+
 def linearized_methods():
     """The linearised lab: each method's inner loop, predictions and close-up on the toy problem."""
     from gpexplorer.linearized import comparison as lin
@@ -186,6 +212,7 @@ WORKLOADS = {
     "linearised methods": linearized_methods,
     "linearised learning": linearized_learning,
     "sparse M sweep and add-one curve": sparse_studies,
+    "sparse inducing features": sparse_features,
 }
 
 
