@@ -27,7 +27,7 @@ import pytest
 import reference
 from features_for_tests import TEST_FEATURES, OffsetInducingPoints, ScaledPoints, ShiftedPoints
 from gpexplorer import covariances
-from gpexplorer.inducing import FEATURES, Frequency, TimeFrequency
+from gpexplorer.inducing import FEATURES, Frequency, Multiscale, TimeFrequency
 from gpexplorer.kernels import KERNELS, Product, Sum
 from gpexplorer.sparse.regression import SparseGPR
 
@@ -60,6 +60,7 @@ FEATURE_TYPES = {**FEATURES, **{f"test:{k}": v for k, v in TEST_FEATURES.items()
 OFFSET = np.array([0.3, -0.45, 0.2])
 #: builders taking locations [M, D] for features whose other arguments are worth a non-default value
 FEATURE_BUILDERS = {
+    Multiscale: lambda L: Multiscale(L, np.linspace(0.3, 0.6, L.size).reshape(L.shape)),
     Frequency: lambda L: Frequency(L, np.linspace(-1.0, 2.0, len(L)), np.array([1.4, 0.9, 1.2])),
     TimeFrequency: lambda L: TimeFrequency(L, 0.8 * np.roll(L, 1, axis=0), np.linspace(0.3, 2.5, len(L)),
                                            np.array([0.6, 0.9, 0.5])),

@@ -9,17 +9,19 @@ from gpexplorer.inducing.base import InducingFeature
 from gpexplorer.inducing.placement import INITIALISATIONS, even, initial_inducing_inputs, kmeans, random_subset
 from gpexplorer.inducing.points import InducingPoints
 from gpexplorer.inducing.frequency import Frequency
+from gpexplorer.inducing.multiscale import Multiscale
 from gpexplorer.inducing.time_frequency import TimeFrequency
 
 __all__ = ["FEATURES", "InducingFeature", "InducingPoints", "INITIALISATIONS", "as_feature", "even",
            "initial_inducing_inputs", "kmeans", "random_subset"]
-__all__ += ["Frequency", "TimeFrequency"]
+__all__ += ["Frequency", "Multiscale", "TimeFrequency"]
 
 #: registry of inducing-feature types: name -> class (the generic feature tests run over every
 #: entry, building each as ``cls(locations)`` from an [M, D] array of locations)
 FEATURES = {
     "points": InducingPoints,
 }
+FEATURES["multiscale"] = Multiscale
 FEATURES["frequency"] = Frequency
 FEATURES["time-frequency"] = TimeFrequency
 
