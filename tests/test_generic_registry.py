@@ -27,7 +27,7 @@ import pytest
 import reference
 from features_for_tests import TEST_FEATURES, OffsetInducingPoints, ScaledPoints, ShiftedPoints
 from gpexplorer import covariances
-from gpexplorer.inducing import FEATURES, Frequency, Multiscale, TimeFrequency
+from gpexplorer.inducing import FEATURES, Frequency, Multiscale, SumOfDeltas, TimeFrequency
 from gpexplorer.kernels import KERNELS, Product, Sum
 from gpexplorer.sparse.regression import SparseGPR
 
@@ -59,7 +59,9 @@ FEATURE_TYPES = {**FEATURES, **{f"test:{k}": v for k, v in TEST_FEATURES.items()
 
 OFFSET = np.array([0.3, -0.45, 0.2])
 #: builders taking locations [M, D] for features whose other arguments are worth a non-default value
+DELTA_PATTERN = np.array([-0.3, 0.1, 0.2])[:, None] * np.array([1.0, -0.5, 0.8])  # [C, D], zero mean over C
 FEATURE_BUILDERS = {
+    SumOfDeltas: lambda L: SumOfDeltas(L[:, None, :] + DELTA_PATTERN[None], np.tile([1.0, 0.5, -0.7], (len(L), 1))),
     Multiscale: lambda L: Multiscale(L, np.linspace(0.3, 0.6, L.size).reshape(L.shape)),
     Frequency: lambda L: Frequency(L, np.linspace(-1.0, 2.0, len(L)), np.array([1.4, 0.9, 1.2])),
     TimeFrequency: lambda L: TimeFrequency(L, 0.8 * np.roll(L, 1, axis=0), np.linspace(0.3, 2.5, len(L)),

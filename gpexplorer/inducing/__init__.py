@@ -10,11 +10,12 @@ from gpexplorer.inducing.placement import INITIALISATIONS, even, initial_inducin
 from gpexplorer.inducing.points import InducingPoints
 from gpexplorer.inducing.frequency import Frequency
 from gpexplorer.inducing.multiscale import Multiscale
+from gpexplorer.inducing.sum_of_deltas import SumOfDeltas
 from gpexplorer.inducing.time_frequency import TimeFrequency
 
 __all__ = ["FEATURES", "InducingFeature", "InducingPoints", "INITIALISATIONS", "as_feature", "even",
            "initial_inducing_inputs", "kmeans", "random_subset"]
-__all__ += ["Frequency", "Multiscale", "TimeFrequency"]
+__all__ += ["Frequency", "Multiscale", "SumOfDeltas", "TimeFrequency"]
 
 #: registry of inducing-feature types: name -> class (the generic feature tests run over every
 #: entry, building each as ``cls(locations)`` from an [M, D] array of locations)
@@ -24,6 +25,7 @@ FEATURES = {
 FEATURES["multiscale"] = Multiscale
 FEATURES["frequency"] = Frequency
 FEATURES["time-frequency"] = TimeFrequency
+FEATURES["sum-of-deltas"] = SumOfDeltas
 
 
 def as_feature(Z, input_dim):

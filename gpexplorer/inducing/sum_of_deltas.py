@@ -1,0 +1,116 @@
+"""Sums of delta functions as inducing features (thesis §4.3, eq. 4.14-4.19):
+
+    u_m = sum_c w_mc f(z_mc),    so  Kfu[n, m] = sum_c w_mc k(x_n, z_mc),
+                                     Kuu[i, j] = sum_c sum_c' w_ic w_jc' k(z_ic, z_jc')
+
+(the first expression of eq. 4.19 drops the weights). Each inducing variable is a weighted sum
+of f at C locations, so the posterior mean has M C basis functions (eq. 4.17) while q(u) stays
+M-dimensional; any kernel works, since only k itself is evaluated. Cost O(N M C) for Kfu and
+O(M^2 C^2) for Kuu.
+
+**One weight per member is fixed: w_m1 = 1.** Rescaling u_m by a constant leaves Q_ff = Kfu
+Kuu^-1 Kuf unchanged, so a free first weight would only add a flat direction to every
+objective. The constructor divides each member's weights by its first one (which must not be
+zero); the optimiser moves the other C - 1 weights, held as the parameter ``w`` [M, C - 1]
+(absent when C = 1, where the feature is an inducing point at z_m1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpexplorer.inducing.base import InducingFeature
+from gpexplorer.inducing.placement import kmeans, random_subset
+from gpexplorer.parameters import Parameter
+
+__all__ = ["SumOfDeltas"]
+
+#: spread of a member's deltas around its centre made by ``from_data``, in lengthscales
+SPREAD_IN_LENGTHSCALES = 0.5
+
+
+class SumOfDeltas(InducingFeature):
+    """M members of C deltas: locations ``Z`` [M, C, D] and weights [M, C] (``weights``, with the
+    first column fixed to 1; the free ones are the parameter ``w`` [M, C - 1]). ``locations``
+    [M, D] are each member's mean delta location, where the labs draw and drag it."""
+
+    def __init__(self, Z, weights=None):
+        Z = self._checked("Z", Z)
+        if Z.ndim == 2:
+            Z = Z[:, :, None]  # (M, C) deltas in one dimension
+        if Z.ndim != 3 or Z.shape[0] == 0 or Z.shape[1] == 0:
+            raise ValueError(f"SumOfDeltas.Z must be a non-empty (M, C, D) array of delta locations; got {Z.shape}")
+        M, C, _ = Z.shape
+        weights = np.ones((M, C)) if weights is None else self._checked("weights", weights)
+        if weights.shape != (M, C):
+            raise ValueError(f"SumOfDeltas.weights must have shape ({M}, {C}) like Z's first two axes; got {weights.shape}")
+        if np.any(weights[:, 0] == 0):
+            raise ValueError("each member's first weight must be non-zero: the weights are rescaled so that it is 1")
+        self.Z = Z
+        self.w = np.ascontiguousarray(weights[:, 1:] / weights[:, :1])
+
+    @property
+    def parameter_names(self):
+        return ("Z", "w") if self.Z.shape[1] > 1 else ("Z",)
+
+    @property
+    def C(self) -> int:
+        return int(self.Z.shape[1])
+
+    @property
+    def weights(self):
+        """[M, C] every member's weights, the first fixed to 1."""
+        return np.hstack([np.ones((self.Z.shape[0], 1)), self.w])
+
+    @property
+    def parameter_specs(self) -> dict:
+        return {n: Parameter.real(n) for n in self.parameter_names}
+
+    @property
+    def locations(self):
+        return self.Z.mean(axis=1)
+
+    def __len__(self):
+        return int(self.Z.shape[0])
+
+    @property
+    def input_dim(self) -> int:
+        return int(self.Z.shape[2])
+
+    @classmethod
+    def from_data(cls, X, M, kernel, C=3, spread=None, seed=None):
+        """M members at k-means centres of X, each with C deltas evenly spread over +-``spread``
+        (default half the kernel's lengthscale) and unit weights."""
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        centres = kmeans(np.asarray(X, dtype=float).reshape(len(X), -1), int(M), rng)
+        if spread is None:
+            spread = SPREAD_IN_LENGTHSCALES * np.broadcast_to(np.asarray(kernel.lengthscale, dtype=float),
+                                                              centres.shape[1:])
+        steps = np.linspace(-1.0, 1.0, int(C)) if C > 1 else np.zeros(1)
+        return cls(centres[:, None, :] + steps[None, :, None] * np.asarray(spread)[None, None, :])
+
+    def _offsets(self):
+        """[C, D] the members' mean pattern of deltas around their centres."""
+        return (self.Z - self.locations[:, None, :]).mean(axis=0)
+
+    def moved(self, m, location):
+        """Member ``m`` shifted so that its mean location is ``location``; its pattern and weights kept."""
+        Z = self.Z.copy()
+        Z[m] += np.asarray(location, dtype=float).reshape(-1) - self.locations[m]
+        return SumOfDeltas(Z, self.weights)
+
+    def restart_from(self, X, rng):
+        """New centres from the data, each member keeping its pattern of deltas."""
+        centres = random_subset(X, len(self), rng)
+        return {"Z": centres[:, None, :] + (self.Z - self.locations[:, None, :])}
+
+    def at_locations(self, locations):
+        """Members centred at ``locations`` [K, D] with the mean pattern of deltas and unit weights."""
+        locations = np.asarray(locations, dtype=float).reshape(-1, self.input_dim)
+        return SumOfDeltas(locations[:, None, :] + self._offsets()[None, :, :])
+
+    def concatenate(self, other):
+        if not isinstance(other, SumOfDeltas) or other.C != self.C:
+            raise ValueError(f"can only concatenate sums of {self.C} deltas; got {type(other).__name__}"
+                             + (f" with C = {other.C}" if isinstance(other, SumOfDeltas) else ""))
+        return SumOfDeltas(np.concatenate([self.Z, other.Z]), np.vstack([self.weights, other.weights]))
