@@ -88,3 +88,29 @@ def test_near_coincident_features_get_a_badge():
     z = [1.0, 3.0, 3.0005]
     lab.settings.inducing_inputs = z
     assert "Near-duplicate features" in lab.badge_pane.object
+
+
+def test_dragging_one_delta_of_a_sum_moves_that_delta_only(lab):
+    lab.settings.param.update(feature="sum-of-deltas", M=3, C=3)
+    before = lab.feature.Z.copy()
+    bound = lab.comparison.results["vfe"].log_evidence
+    data = dict(lab.strip.deltas.data)
+    assert len(data["x"]) == 9  # one handle per delta
+    x = np.array(data["x"], dtype=float)
+    x[4] += 0.3
+    lab.strip.deltas.data = {**data, "x": x}  # what a browser drag of that handle sends
+    m, c = int(data["member"][4]), int(data["delta"][4])
+    assert lab.feature.Z[m, c, 0] == pytest.approx(before[m, c, 0] + 0.3)
+    changed = np.argwhere(lab.feature.Z != before)
+    assert changed.tolist() == [[m, c, 0]]
+    assert lab.comparison.results["vfe"].log_evidence != bound
+
+
+def test_two_sessions_share_no_bokeh_model_in_the_strip():
+    """A module-level colour mapper once joined every session's document: Bokeh refused to
+    serialise the second page (a model belongs to one document)."""
+    a, b = SparseRegressionLab(), SparseRegressionLab()
+    ids_a = {m.id for m in a.strip.figure.references()}
+    ids_b = {m.id for m in b.strip.figure.references()}
+    shared = {m for m in a.strip.figure.references() if m.id in ids_b}
+    assert not ids_a & ids_b, shared

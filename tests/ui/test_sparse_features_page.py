@@ -53,7 +53,8 @@ def test_switching_the_feature_type_redraws_the_strip(open_lab):
     page = open_lab("?M=7").page
     page.wait_for_function(CURVES.replace("{}", "=== 7"))
     select = page.get_by_label("Inducing features")
-    for label, key in (("Time-frequency", "time-frequency"), ("Frequency", "frequency")):
+    for label, key in (("Multiscale", "multiscale"), ("Sum of deltas", "sum-of-deltas"),
+                       ("Time-frequency", "time-frequency"), ("Frequency", "frequency")):
         select.select_option(label)
         expect(page).to_have_url(re.compile(rf"[?&]feature={key}(&|$)"))
         page.wait_for_function(CURVES.replace("{}", "=== 7"))
@@ -62,8 +63,8 @@ def test_switching_the_feature_type_redraws_the_strip(open_lab):
     expect(page.get_by_text("Feature frequency")).to_be_visible()
 
 
-def test_dragging_a_feature_centre_changes_the_bound_readout(open_lab):
-    page = open_lab("?M=4&feature=time-frequency&z_init=even&feature_frequency=1.5").page
+def test_dragging_a_multiscale_centre_changes_the_bound_readout(open_lab):
+    page = open_lab("?M=4&feature=multiscale&z_init=even").page
     readout = page.locator("#bound-readout")
     wait_until_quiet(page)
     before = readout.inner_text()
@@ -73,6 +74,24 @@ def test_dragging_a_feature_centre_changes_the_bound_readout(open_lab):
     expect(readout).not_to_have_text(before)
     assert cds_data(page, "inducing")["x"][1] == pytest.approx(x0 + 0.6, abs=0.05)
     expect(page).to_have_url(re.compile(r"[?&]inducing_inputs="))
+
+
+def test_a_sum_of_deltas_shows_its_ticks_and_one_delta_can_be_dragged(open_lab):
+    page = open_lab("?M=3&feature=sum-of-deltas&C=3&z_init=even&feature_width=0.4").page
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('feature-deltas').get_length() === 9")
+    readout = page.locator("#bound-readout")
+    wait_until_quiet(page)
+    before = readout.inner_text()
+    handles = cds_data(page, "feature-deltas")
+    k = 4
+    drag_point(page, "feature-strip", (handles["x"][k], handles["y"][k]), (handles["x"][k] + 0.5, handles["y"][k]))
+    expect(readout).not_to_have_text(before)
+    page.wait_for_function("(x) => { const d = Bokeh.documents[0].get_model_by_name('feature-deltas').data;"
+                           " const xs = Array.from(d instanceof Map ? d.get('x') : d.x);"
+                           " return xs.some((v) => Math.abs(v - x) < 0.05); }", arg=handles["x"][k] + 0.5)
+    after = sorted(cds_data(page, "feature-deltas")["x"])
+    kept = [x for x in after if any(abs(x - b) < 1e-6 for b in handles["x"])]
+    assert len(kept) == 8  # that delta alone moved
 
 
 def test_the_position_sweep_draws_its_curves(open_lab):

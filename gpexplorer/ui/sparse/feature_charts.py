@@ -4,19 +4,22 @@ the posterior, and the bound against one feature's position with its zoom (fig. 
 from __future__ import annotations
 
 import numpy as np
-from bokeh.models import ColumnDataSource, Span
+from bokeh.models import ColumnDataSource, PointDrawTool, Span
 from bokeh.palettes import Category10_10
+from bokeh.transform import linear_cmap
 
 from gpexplorer.ui.plotting import assign, lab_figure, range_placeholder, vertical_marker
 
-__all__ = ["FeatureStrip", "PositionChart", "feature_colors"]
+__all__ = ["FeatureStrip", "PositionChart"]
 
 TICK_HEIGHT = 0.35  # of a sum of deltas' ticks, in the strip's units (Kuf / sigma^2)
 
 
-def feature_colors(M):
-    """One colour per feature, cycling through Category10."""
-    return [Category10_10[m % 10] for m in range(M)]
+# a numeric column mapped in the browser, not a string colour column: a held update growing a
+# string column from 0 rows broke BokehJS 3.9's decoder (see ui/sparse/figures.py)
+def _color():
+    """A fresh mapper for each glyph: a Bokeh model belongs to one session's document."""
+    return linear_cmap("k", list(Category10_10), -0.5, 9.5)
 
 
 class FeatureStrip:
@@ -28,20 +31,26 @@ class FeatureStrip:
         fig = lab_figure("feature-strip", "Inducing features: basis functions Kuf(x, z_m) / sigma^2", 170, **kw)
         fig.yaxis.axis_label = "Kuf / sigma^2"
         fig.add_layout(Span(location=0, dimension="width", line_color="#999999", line_width=1))
-        self.curves = ColumnDataSource({"xs": [], "ys": [], "color": [], "member": []}, name="feature-curves")
-        fig.multi_line("xs", "ys", line_color="color", line_width=2, line_alpha=0.85, source=self.curves)
-        self.ticks = ColumnDataSource({"xs": [], "ys": [], "color": []}, name="feature-ticks")
-        fig.multi_line("xs", "ys", line_color="color", line_width=2, source=self.ticks)
+        self.curves = ColumnDataSource({"xs": [], "ys": [], "k": []}, name="feature-curves")
+        fig.multi_line("xs", "ys", line_color=_color(), line_width=2, line_alpha=0.85, source=self.curves)
+        self.ticks = ColumnDataSource({"xs": [], "ys": [], "k": []}, name="feature-ticks")
+        fig.multi_line("xs", "ys", line_color=_color(), line_width=2, source=self.ticks)
+        # a sum of deltas' locations, draggable one by one (member, delta index)
+        self.deltas = ColumnDataSource({"x": [], "y": [], "k": [], "member": [], "delta": []}, name="feature-deltas")
+        handles = fig.scatter("x", "y", source=self.deltas, size=9, fill_color=_color(), line_color="black")
+        drag = PointDrawTool(renderers=[handles], add=False, description="Drag a delta location")
+        fig.add_tools(drag)
+        fig.toolbar.active_drag = drag
         self.placeholder = range_placeholder(fig)
         self.figure = fig
 
     def update(self, grid, basis, delta_positions=None, weights=None):
         """``basis`` [M, G] on ``grid`` [G]; ``delta_positions``/``weights`` [M, C] for sums of deltas."""
         basis = np.asarray(basis)
-        colors = feature_colors(basis.shape[0])
-        assign(self.curves, {"xs": [grid] * basis.shape[0], "ys": list(basis), "color": colors,
-                             "member": list(range(basis.shape[0]))})
-        xs, ys, cs = [], [], []
+        M = basis.shape[0]
+        assign(self.curves, {"xs": [grid] * M, "ys": list(basis), "k": np.arange(M) % 10})
+        xs, ys, ks = [], [], []
+        handles = {"x": [], "y": [], "k": [], "member": [], "delta": []}
         if delta_positions is not None:
             for m, (z, w) in enumerate(zip(delta_positions, weights)):
                 order = np.argsort(z)
@@ -49,8 +58,12 @@ class FeatureStrip:
                 # each tick from 0 to its weight's height, the ticks joined along their tops
                 x = np.concatenate([[z[k], z[k], np.nan] for k in order] + [z[order]])
                 y = np.concatenate([[0.0, t, np.nan] for t in top] + [top])
-                xs.append(x), ys.append(y), cs.append(colors[m])
-        assign(self.ticks, {"xs": xs, "ys": ys, "color": cs})
+                xs.append(x), ys.append(y), ks.append(m % 10)
+                for j, k in enumerate(order):
+                    for key, v in zip(handles, (z[k], top[j], m % 10, m, k)):
+                        handles[key].append(v)
+        assign(self.ticks, {"xs": xs, "ys": ys, "k": ks})
+        assign(self.deltas, {key: np.asarray(v) for key, v in handles.items()})
         self.placeholder.visible = basis.size == 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import panel as pn
 
 from gpexplorer.sparse.comparison import basis_functions, build_model, default_grid
 from gpexplorer.sparse.feature_position import position_curve, zoom_grid
@@ -24,7 +25,25 @@ class FeatureViews:
 
     @functools.cached_property
     def strip(self):
-        return FeatureStrip(self.posterior.figure.x_range)
+        strip = FeatureStrip(self.posterior.figure.x_range)
+        strip.deltas.on_change("data", self._on_delta_drag)
+        return strip
+
+    def _on_delta_drag(self, attr, old, new):
+        """A sum of deltas' delta dragged in the strip: move that delta alone, re-evaluate everything."""
+        if self._quiet or self.feature is None or lab_features.kind_of(self.feature) != "sum-of-deltas":
+            return
+        x, members, deltas = (np.asarray(new.get(k, []), dtype=float) for k in ("x", "member", "delta"))
+        if len(x) != self.feature.Z.shape[0] * self.feature.C or not np.all(np.isfinite(x)):
+            return
+        Z = np.array(self.feature.Z)
+        Z[members.astype(int), deltas.astype(int), 0] = x
+        if np.array_equal(Z, self.feature.Z):
+            return
+        self.feature = self.feature.copy().set_params(Z=Z)
+        self.mode = "manual"
+        with pn.io.hold():
+            self.refresh()
 
     @functools.cached_property
     def position_chart(self):
