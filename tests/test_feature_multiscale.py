@@ -7,7 +7,9 @@
 * the gradient contraction (with the rank-one form of dL/dKuf) and every approximation's
   objective and the upper bound against finite differences w.r.t. mu, delta, the kernel's
   parameters and the noise, 1-D and 2-D ARD;
-* VFE <= exact log marginal likelihood <= upper bound (hypothesis); fit, predict, variants, bad input.
+* VFE <= exact log marginal likelihood <= upper bound (hypothesis, 1-D and 2-D ARD);
+* fit, predict, q(u), from_model across approximations, the generic (not fused) path, the compiled
+  Kuf and contraction against numpy far from the origin, from_data, variants, bad input.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def test_vanishing_widths_are_inducing_points(approximation):
     a = SparseGPR(X, y, k, Z=narrow, approximation=approximation, noise_variance=0.1)
     b = SparseGPR(X, y, k.copy(), Z=Z, approximation=approximation, noise_variance=0.1)
     assert a.log_marginal_likelihood() == pytest.approx(b.log_marginal_likelihood(), rel=1e-8)
+    assert a.upper_bound() == pytest.approx(b.upper_bound(), rel=1e-8)
+    np.testing.assert_allclose(a.predict_f(X[:4])[0], b.predict_f(X[:4])[0], rtol=1e-7, atol=1e-10)
 
 
 @settings(max_examples=40, deadline=None)
@@ -171,14 +175,15 @@ def test_objective_gradients_match_finite_differences(kkey, objective):
         reference.check_grad_close(grads[name], reference.numerical_grad(at, x), rtol=2e-5, atol=1e-6)
 
 
-@settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2 ** 31 - 1), M=st.integers(1, 6), noise=st.floats(0.05, 1.0), ls=st.floats(0.3, 2.0))
-def test_vfe_below_exact_below_upper_bound(seed, M, noise, ls):
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1), M=st.integers(1, 6), D=st.integers(1, 2), noise=st.floats(0.05, 1.0),
+       ls=st.floats(0.3, 2.0))
+def test_vfe_below_exact_below_upper_bound(seed, M, D, noise, ls):
     rng = np.random.default_rng(seed)
-    X = rng.uniform(-3, 3, (30, 1))
-    y = np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=30)
-    kernel = SquaredExponential(rng.uniform(0.5, 2), ls)
-    f = Multiscale(rng.uniform(-3, 3, (M, 1)), rng.uniform(0.01, 2.0, (M, 1)))
+    X = rng.uniform(-3, 3, (30, D))
+    y = np.sin(2 * X.sum(axis=1)) + 0.3 * rng.normal(size=30)
+    kernel = SquaredExponential(rng.uniform(0.5, 2), ls if D == 1 else ls * rng.uniform(0.5, 1.5, D))
+    f = Multiscale(rng.uniform(-3, 3, (M, D)), rng.uniform(0.01, 2.0, (M, D)))
     m = SparseGPR(X, y, kernel, Z=f, approximation="vfe", noise_variance=noise, jitter=1e-10)
     exact = ExactGPR(X, y, kernel.copy(), noise_variance=noise).log_marginal_likelihood()
     tol = 1e-7 * max(1.0, abs(exact))
@@ -201,8 +206,70 @@ def test_fit_moves_centres_and_widths_and_predicts():
     assert not np.allclose(m.inducing.delta, start.delta) and not np.allclose(m.inducing.mu, start.mu)
     mean, var = m.predict_y(X[:5])
     assert np.all(np.isfinite(mean)) and np.all(var > 0)
-    fitc = SparseGPR.from_model(m, "fitc")
-    assert isinstance(fitc.inducing, Multiscale) and fitc.inducing is not m.inducing
+    for approximation in APPROXIMATIONS:  # from_model carries the feature across approximations
+        other = SparseGPR.from_model(m, approximation)
+        assert isinstance(other.inducing, Multiscale) and other.inducing is not m.inducing
+        np.testing.assert_array_equal(other.inducing.delta, m.inducing.delta)
+        q_mu, q_sigma = other.q_u()
+        assert q_mu.shape == (6,) and q_sigma.shape == (6, 6) and np.all(np.isfinite(other.predict_f(X[:5])[0]))
+
+
+def test_the_generic_path_evaluates_multiscale_models():
+    """The fused objective is keyed by inducing points: a multiscale model goes through
+    gpexplorer.covariances, with the same value as its gradient-free objective."""
+    from gpexplorer.sparse.fused import FUSED_OBJECTIVES
+
+    assert FUSED_OBJECTIVES.find(Multiscale, SquaredExponential) is None
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-2, 2, (40, 1))
+    y = np.cos(2 * X[:, 0])
+    m = SparseGPR(X, y, KERNELS[1](), Z=random_feature(rng, 5, 1), approximation="vfe", noise_variance=0.1)
+    F, grads, _ = m.objective_and_gradient()
+    assert F == pytest.approx(-m.log_marginal_likelihood(), rel=1e-12) and set(grads) >= {"mu", "delta"}
+
+
+@pytest.mark.parametrize("D", [1, 3])
+def test_compiled_kuf_and_contraction_against_numpy_far_from_the_origin(D):
+    """The compiled Kuf and centred moments (covariances.multiscale_loops) against numpy, with the
+    data far from the origin, where uncentred moments would cancel."""
+    rng = np.random.default_rng(5)
+    X = 1e3 + rng.uniform(-3, 3, (37, D))  # N not a multiple of the four partial sums
+    f = Multiscale(1e3 + rng.uniform(-2, 2, (4, D)), rng.uniform(0.1, 1.0, (4, D)))
+    k = SquaredExponential(1.7, rng.uniform(0.5, 1.5, D) if D > 1 else 0.9)
+    ls = np.broadcast_to(k.lengthscale, (D,))
+    K = np.array([[ref_kuf(x, mu, d, k.variance, ls) for x in X] for mu, d in zip(f.mu, f.delta)])
+    np.testing.assert_allclose(covariances.Kuf(f, k, X), K, rtol=1e-12)
+    W, a, b = rng.normal(size=K.shape), rng.normal(size=4), rng.normal(size=37)
+    from gpexplorer.covariances.multiscale_loops import kuf_moments
+
+    for rank_one, weight in ((None, W), ((a, b), W - np.outer(a, b))):
+        g0, g1, g2 = kuf_moments(X, f.mu, W, K, rank_one)
+        t = X[None, :, :] - f.mu[:, None, :]  # [M, N, D]
+        w = (weight * K)[:, :, None]
+        np.testing.assert_allclose(g0, (weight * K).sum(axis=1), rtol=1e-11, atol=1e-14)
+        np.testing.assert_allclose(g1, (w * t).sum(axis=1), rtol=1e-11, atol=1e-14)
+        np.testing.assert_allclose(g2, (w * t ** 2).sum(axis=1), rtol=1e-11, atol=1e-14)
+
+
+def test_from_data_takes_a_lengthscale_or_a_kernel():
+    rng = np.random.default_rng(6)
+    X = rng.uniform(0, 5, (200, 2))
+    ls = np.array([0.6, 1.2])
+    f = Multiscale.from_data(X, 7, ls, rng=np.random.default_rng(0), fraction=0.25)
+    assert f.mu.shape == (7, 2) and np.all(f.delta == 0.25 * ls)
+    assert np.all((f.mu >= 0) & (f.mu <= 5))  # k-means centres lie in the data's hull
+    g = Multiscale.from_data(X, 7, SquaredExponential(1.0, ls), rng=0, fraction=0.25)
+    h = Multiscale.from_data(X, 7, ls, seed=0, fraction=0.25)
+    np.testing.assert_array_equal(g.mu, h.mu)
+    np.testing.assert_array_equal(g.delta, h.delta)
+    assert np.all(Multiscale.from_data(X[:, 0], 3, 0.8, rng=1).delta == 0.4)  # default: half a lengthscale
+    for bad, message in ((np.array([1.0, 2.0, 3.0]), "lengthscale"), (-1.0, "lengthscale"), (np.nan, "lengthscale")):
+        with pytest.raises(ValueError, match=message):
+            Multiscale.from_data(X, 3, bad, rng=0)
+    with pytest.raises(ValueError, match="fraction"):
+        Multiscale.from_data(X, 3, ls, rng=0, fraction=0.0)
+    with pytest.raises(ValueError, match="positive integer"):
+        Multiscale.from_data(X, 0, ls, rng=0)
 
 
 def test_variants():
@@ -227,3 +294,17 @@ def test_variants():
 def test_bad_input_is_refused_with_a_clear_message(args, message):
     with pytest.raises(ValueError, match=message):
         Multiscale(*args)
+
+
+def test_bad_updates_and_inputs_are_refused():
+    f = Multiscale(np.zeros((2, 2)), 0.5)
+    with pytest.raises(ValueError, match="positive"):
+        f.set_params(delta=np.array([[0.5, 0.5], [0.0, 0.5]]))
+    with pytest.raises(ValueError, match="NaN"):
+        f.set_params(mu=np.array([[0.0, np.nan], [0.0, 0.0]]))
+    with pytest.raises(ValueError, match="shape"):
+        f.set_params(mu=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="dimension"):
+        covariances.Kuf(f, SquaredExponential(), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="Multiscale"):
+        f.concatenate(inducing.InducingPoints(np.zeros((1, 2))))

@@ -8,15 +8,18 @@ With s_md = l_d^2 + delta_md^2 and S_ijd = l_d^2 + delta_id^2 + delta_jd^2:
 
 so that delta -> 0 gives k(mu, x) and k(mu, mu'): inducing points. The gradient contraction
 uses d log K / d s = (r^2 / s - 1) / (2 s) for a squared distance r^2 over a scale s, with
-ds/d delta = 2 delta and ds/dl = 2 l (plus 1/l from the prefactor); the Kuf part needs only
-matrix-vector products of the [M, N] weight, so dL/dKuf's rank-one correction a b^T is applied
-to those products and never built.
+ds/d delta = 2 delta and ds/dl = 2 l (plus 1/l from the prefactor): with s_d = l_d^2 + delta_d^2,
+dKuf/dmu_d = Kuf (x_d - mu_d) / s_d and dKuf/d delta_d^2 = Kuf [(x_d - mu_d)^2 / (2 s_d^2) - 1 / (2 s_d)]
+(docs: design/specs/inter-domain.md). The Kuf part needs only the centred moments over n of the
+weight (dL/dKuf - a b^T) * Kuf, summed in one compiled pass (:mod:`multiscale_loops`) that never
+builds the rank-one-corrected [M, N] matrix; Kuf itself is a compiled exponent and numpy's exp.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from gpexplorer.covariances import multiscale_loops as loops
 from gpexplorer.covariances.dispatch import Kuf, Kuu, gradients
 from gpexplorer.inducing.multiscale import Multiscale
 from gpexplorer.kernels import SquaredExponential
@@ -30,6 +33,8 @@ def _scales(feature, kernel):
 
 @Kuu.register(Multiscale, SquaredExponential)
 def multiscale_Kuu(feature, kernel):
+    """Kuu of eq. 4.4 for the windows of eq. 4.5 (not printed in the thesis): the SE kernel with
+    every lengthscale widened by both members' widths, S_ijd = l_d^2 + delta_id^2 + delta_jd^2. [M, M]"""
     ls2 = _scales(feature, kernel)[0]
     d2 = feature.delta ** 2
     S = ls2[None, None, :] + d2[:, None, :] + d2[None, :, :]  # [M, M, D]
@@ -38,38 +43,32 @@ def multiscale_Kuu(feature, kernel):
     return kernel.variance * np.exp(log_k)
 
 
+def _inputs(feature, X):
+    X = np.asarray(X, dtype=float)
+    X = X.reshape(X.shape[0], -1) if X.ndim != 2 else X
+    feature.check_input_dim(X.shape[1])
+    return X
+
+
 @Kuf.register(Multiscale, SquaredExponential)
 def multiscale_Kuf(feature, kernel, X):
-    X = np.asarray(X, dtype=float)
+    """Eq. 4.8: sigma^2 prod_d (l_d^2 / s_md)^(1/2) exp(-1/2 sum_d (x_nd - mu_md)^2 / s_md), [M, N]."""
+    X = _inputs(feature, X)
     ls2, s = _scales(feature, kernel)
-    prefactor = kernel.variance * np.exp(0.5 * np.sum(np.log(ls2)[None, :] - np.log(s), axis=1))  # [M]
-    scaled_mu = feature.mu / np.sqrt(s)
-    # sum_d (x_d - mu_md)^2 / s_md as ||x / sqrt(s_m)||^2 - 2 x.(mu_m / s_m) + ||mu_m / sqrt(s_m)||^2
-    quad = (X ** 2) @ (1.0 / s).T - 2.0 * X @ (feature.mu / s).T + np.sum(scaled_mu ** 2, axis=1)[None, :]
-    return prefactor[:, None] * np.exp(-0.5 * quad.T)
+    log_c = np.log(kernel.variance) + 0.5 * np.sum(np.log(ls2)[None, :] - np.log(s), axis=1)  # [M]
+    return loops.kuf(X, feature.mu, s, log_c)
 
 
 def _kuf_part(feature, kernel, X, dKuf, Kuf_, rank_one):
-    """Contract dL/dKuf (minus a b^T) with dKuf/d(theta): (dvariance, dl [D], dmu, d delta)."""
-    X = np.asarray(X, dtype=float)
+    """Contract dL/dKuf (minus a b^T, never built) with dKuf/d(theta): (dvariance, dl [D],
+    dmu, d delta), from the centred moments of the weight w = (dL/dKuf - a b^T) * Kuf."""
+    X = _inputs(feature, X)
     ls2, s = _scales(feature, kernel)
-    G = dKuf * Kuf_  # [M, N]
-
-    def products(v):  # G @ v for v [N, K], with the rank-one correction -(a b^T) * Kuf
-        out = G @ v
-        if rank_one is not None:
-            a, b = rank_one
-            out -= a[:, None] * (Kuf_ @ (b[:, None] * v))
-        return out
-
-    ones = np.ones((X.shape[0], 1))
-    g0, g1, g2 = products(ones)[:, 0], products(X), products(X ** 2)  # [M], [M, D], [M, D]
-    mu = feature.mu
-    weighted_r2 = g2 - 2.0 * mu * g1 + mu ** 2 * g0[:, None]  # sum_n G_mn (x_nd - mu_md)^2
-    T = weighted_r2 / (2.0 * s ** 2) - g0[:, None] / (2.0 * s)  # sum_n G_mn d log Kuf / d s_md
+    g0, g1, g2 = loops.kuf_moments(X, feature.mu, dKuf, Kuf_, rank_one)  # [M], [M, D], [M, D]
+    T = g2 / (2.0 * s ** 2) - g0[:, None] / (2.0 * s)  # sum_n w_mn d log Kuf_mn / d s_md
     dvar = g0.sum() / kernel.variance
     dl = g0.sum() / np.sqrt(ls2) + 2.0 * np.sqrt(ls2) * T.sum(axis=0)
-    dmu = (g1 - mu * g0[:, None]) / s
+    dmu = g1 / s  # d log Kuf / d mu_md = (x_d - mu_md) / s_md
     ddelta = 2.0 * feature.delta * T
     return dvar, dl, dmu, ddelta
 
@@ -91,6 +90,8 @@ def _kuu_part(feature, kernel, dKuu, Kuu_):
 
 @gradients.register(Multiscale, SquaredExponential)
 def multiscale_gradients(feature, kernel, X, dKuu, dKuf, *, Kuu=None, Kuf=None, rank_one=None):
+    """Chain rule of dL/dKuu, dL/dKuf (minus a b^T for ``rank_one`` = (a, b)) through eq. 4.8 and its
+    Kuu: ({"variance", "lengthscale" (the kernel's shape)}, {"mu" [M, D], "delta" [M, D]})."""
     Kuu_ = multiscale_Kuu(feature, kernel) if Kuu is None else Kuu
     Kuf_ = multiscale_Kuf(feature, kernel, X) if Kuf is None else Kuf
     a = _kuu_part(feature, kernel, dKuu, Kuu_)

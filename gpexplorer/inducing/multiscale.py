@@ -61,13 +61,30 @@ class Multiscale(InducingFeature):
         return self.mu
 
     @classmethod
-    def from_data(cls, X, M, kernel, delta=None, seed=None):
-        """M windows at k-means centres of X, each ``delta`` wide (default half the kernel's
-        lengthscale in every dimension)."""
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        mu = kmeans(np.asarray(X, dtype=float).reshape(len(X), -1), int(M), rng)
+    def from_data(cls, X, M, lengthscale, rng=None, *, fraction=WIDTH_IN_LENGTHSCALES, delta=None, seed=None):
+        """M windows at k-means centres of X [N, D] (:func:`gpexplorer.inducing.placement.kmeans`),
+        each ``fraction`` of ``lengthscale`` wide in every dimension (or ``delta`` wide if given).
+
+        ``lengthscale`` is a scalar, a [D] array or a kernel (its ``lengthscale`` is used); ``rng``
+        is a seed or a numpy Generator (``seed=`` is accepted as well, as the other features'
+        ``from_data`` take it)."""
+        if rng is not None and seed is not None:
+            raise ValueError("Multiscale.from_data takes rng or seed, not both")
+        rng = rng if rng is not None else seed
+        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        X = np.asarray(X, dtype=float)
+        X = X[:, None] if X.ndim == 1 else X
+        if X.ndim != 2 or X.shape[0] == 0:
+            raise ValueError(f"Multiscale.from_data needs a non-empty (N, D) array of inputs; got shape {X.shape}")
         if delta is None:
-            delta = WIDTH_IN_LENGTHSCALES * np.broadcast_to(np.asarray(kernel.lengthscale, dtype=float), mu.shape[1:])
+            ls = np.asarray(getattr(lengthscale, "lengthscale", lengthscale), dtype=float)
+            if ls.ndim > 1 or ls.size not in (1, X.shape[1]) or not np.all(np.isfinite(ls)) or np.any(ls <= 0):
+                raise ValueError(f"Multiscale.from_data needs a positive lengthscale, scalar or one per input "
+                                 f"dimension ({X.shape[1]}); got {ls}")
+            if not (np.isfinite(fraction) and fraction > 0):
+                raise ValueError(f"Multiscale.from_data needs a positive width fraction; got {fraction!r}")
+            delta = fraction * np.broadcast_to(ls, (X.shape[1],))
+        mu = kmeans(X, M, rng)
         return cls(mu, np.broadcast_to(np.asarray(delta, dtype=float), mu.shape))
 
     def restart_from(self, X, rng):
