@@ -108,13 +108,3 @@ def test_peer_worker_agrees_with_gpexplorer(bench, tmp_path, peer):
     # GPflow adds the same jitter; GPyTorch its own, so only roughly
     assert out["log_marginal_likelihood"] == pytest.approx(ours, rel=1e-9 if peer == "gpflow" else 1e-3)
 
-
-def test_feature_benchmark_runs_every_feature_type(capsys):
-    spec = importlib.util.spec_from_file_location("bench_features", BENCH.parent / "bench_features.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    results = module.main(["--quick"])
-    names = {name for _, name, *_ in results}
-    assert {"inducing points", "multiscale", "time-frequency", "frequency", "sum of deltas, C = 10"} <= names
-    assert all(math.isfinite(ms) and ms > 0 for _, _, ms, _, _ in results)
-    assert "| vfe | multiscale |" in capsys.readouterr().out
