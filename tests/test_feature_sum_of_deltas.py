@@ -1,12 +1,18 @@
 """Sums of deltas as inducing features (thesis eq. 4.14-4.19), with any kernel.
 
-* Kuf and Kuu against a plain double-loop reference for several kernels, 1-D and 2-D ARD;
-* C = 1 is inducing points (covariances, objective and its gradient w.r.t. Z);
+* Kuf and Kuu against a plain double-loop numpy reference (tests/reference.py kernels, nothing
+  from gpexplorer) for SE, Matern, RQ, periodic, linear, a sum and a product, 1-D and 2-D ARD;
+* C = 1 is inducing points (covariances, gradient contraction, objective and its gradient);
+* the gradient contraction with the rank-one form of dL/dKuf, against the corrected matrix and
+  finite differences, for stationary (passed through) and other kernels (applied first);
 * the fixed first weight: rescaling a member's weights leaves every approximation unchanged;
 * Kuu positive semi-definite and VFE <= exact <= upper bound for random draws (hypothesis);
 * finite-difference gradients of every approximation and the upper bound (Z, w, kernel, noise)
   in 1-D and 2-D ARD (the generic registry tests add every registered kernel in 3-D);
-* fit and predict, the variants the labs use, bad input.
+* fit and predict, the variants the labs use, bad input;
+* the kernel matrices remembered between objective and gradient: every change recomputes them,
+  two kernels of the same shape never share them, copies and pickles leave them behind, threads
+  sharing one feature get the serial answers.
 """
 
 from __future__ import annotations
@@ -18,12 +24,19 @@ from hypothesis import given, settings, strategies as st
 import reference
 from gpexplorer import covariances
 from gpexplorer.inducing import SumOfDeltas
-from gpexplorer.kernels import Matern32, Periodic, SquaredExponential
+from gpexplorer.inducing import InducingPoints
+from gpexplorer.kernels import Linear, Matern32, Matern52, Periodic, RationalQuadratic, SquaredExponential
 from gpexplorer.sparse.regression import ExactGPR, SparseGPR
 
 APPROXIMATIONS = ("sor", "dtc", "fitc", "vfe")
 KERNELS = {"se": lambda D: SquaredExponential(1.2, 0.8 if D == 1 else np.array([0.7, 1.3])),
-           "matern32": lambda D: Matern32(0.9, 1.1), "periodic": lambda D: Periodic(1.0, 0.9, 2.5)}
+           "matern32": lambda D: Matern32(0.9, 1.1 if D == 1 else np.array([1.1, 0.6])),
+           "matern52": lambda D: Matern52(1.3, 0.7),
+           "rq": lambda D: RationalQuadratic(0.8, 0.9, 1.7),
+           "periodic": lambda D: Periodic(1.0, 0.9 if D == 1 else np.array([0.9, 1.4]), 2.5),
+           "linear": lambda D: Linear(0.6 if D == 1 else np.array([0.6, 0.3])),
+           "sum": lambda D: SquaredExponential(1.0, 0.6) + Linear(0.3),
+           "product": lambda D: Matern52(1.1, 1.2) * Periodic(1.0, 1.1, 2.0)}
 
 
 def random_feature(rng, M, C, D):
@@ -36,18 +49,68 @@ def data(D, N=25, seed=1):
     return X, np.sin(2 * X.sum(axis=1)) + 0.2 * rng.normal(size=N)
 
 
-@pytest.mark.parametrize("kname, D", [("se", 1), ("se", 2), ("matern32", 1), ("matern32", 2), ("periodic", 1)])
+@pytest.mark.parametrize("kname", sorted(KERNELS))
+@pytest.mark.parametrize("D", [1, 2])
 def test_covariances_match_a_double_loop(kname, D):
     rng = np.random.default_rng(0)
     f, k = random_feature(rng, 3, 4, D), KERNELS[kname](D)
     X = rng.uniform(-2, 2, (5, D))
     w, Z = f.weights, f.Z
-    Kuu = np.array([[sum(w[i, c] * w[j, d] * k.K(Z[i, c][None], Z[j, d][None])[0, 0] for c in range(4) for d in range(4))
+
+    def k1(a, b):  # the numpy reference kernel at one pair of points
+        return reference.ref_K(k, a[None], b[None])[0, 0]
+
+    Kuu = np.array([[sum(w[i, c] * w[j, d] * k1(Z[i, c], Z[j, d]) for c in range(4) for d in range(4))
                      for j in range(3)] for i in range(3)])
-    Kuf = np.array([[sum(w[m, c] * k.K(Z[m, c][None], X[n][None])[0, 0] for c in range(4)) for n in range(5)]
-                    for m in range(3)])
+    Kuf = np.array([[sum(w[m, c] * k1(Z[m, c], X[n]) for c in range(4)) for n in range(5)] for m in range(3)])
     np.testing.assert_allclose(covariances.Kuu(f, k), Kuu, rtol=1e-12)
     np.testing.assert_allclose(covariances.Kuf(f, k, X), Kuf, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kname", ["se", "linear", "sum"])
+def test_one_delta_per_member_has_the_covariances_and_contraction_of_inducing_points(kname):
+    rng = np.random.default_rng(3)
+    Z, X, k = rng.uniform(-2, 2, (4, 2)), rng.uniform(-2, 2, (7, 2)), KERNELS[kname](2)
+    f, p = SumOfDeltas(Z[:, None, :]), InducingPoints(Z)
+    Kuu, Kuf = covariances.Kuu(f, k), covariances.Kuf(f, k, X)
+    np.testing.assert_array_equal(Kuu, covariances.Kuu(p, k))
+    np.testing.assert_array_equal(Kuf, covariances.Kuf(p, k, X))
+    dKuu, dKuf, a, b = rng.normal(size=(4, 4)), rng.normal(size=(4, 7)), rng.normal(size=4), rng.normal(size=7)
+    for extra in ({}, {"rank_one": (a, b)}):
+        gk, gf = covariances.gradients(f, k, X, dKuu, dKuf, Kuu=Kuu, Kuf=Kuf, **extra)
+        pk, pf = covariances.gradients(p, k, X, dKuu, dKuf, **extra)
+        assert set(gf) == {"Z"} and gf["Z"].shape == (4, 1, 2)
+        np.testing.assert_allclose(gf["Z"][:, 0, :], pf["Z"], rtol=1e-12, atol=1e-14)
+        for name in pk:
+            np.testing.assert_allclose(gk[name], pk[name], rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kname, D", [("se", 1), ("se", 2), ("matern32", 2), ("periodic", 1), ("linear", 2),
+                                      ("sum", 1), ("product", 1)])
+def test_contraction_with_the_rank_one_form_matches_finite_differences(kname, D):
+    """L = <W1, Kuu> + <W2 - a b^T, Kuf>: the rank-one form equals the corrected matrix, and both
+    equal finite differences in Z, the free weights and every kernel parameter."""
+    rng = np.random.default_rng(7)
+    f, k, X = random_feature(rng, 3, 3, D), KERNELS[kname](D), rng.uniform(-2, 2, (6, D))
+    W1, W2, a, b = rng.normal(size=(3, 3)), rng.normal(size=(3, 6)), rng.normal(size=3), rng.normal(size=6)
+    W = W2 - np.outer(a, b)
+    gk, gf = covariances.gradients(f, k, X, W1, W2, rank_one=(a, b))
+    ck, cf = covariances.gradients(f, k, X, W1, W)
+    for got, want in ((gk, ck), (gf, cf)):
+        assert set(got) == set(want)
+        for name in got:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-10, atol=1e-12)
+
+    def L(feature, kernel):
+        return np.sum(W1 * covariances.Kuu(feature, kernel)) + np.sum(W * covariances.Kuf(feature, kernel, X))
+
+    for name, x in f.params.items():
+        num = reference.numerical_grad(lambda v, name=name: L(f.copy().set_params(**{name: v}), k), x)
+        reference.check_grad_close(gf[name], num, rtol=1e-6, atol=1e-8)
+    for name, x in k.params.items():
+        num = reference.numerical_grad(lambda v, name=name, x=x: L(f, k.copy().set_params(
+            **{name: v if np.ndim(x) else float(v)})), x)
+        reference.check_grad_close(gk[name], num, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("approximation", APPROXIMATIONS)
@@ -81,11 +144,12 @@ def test_rescaling_a_members_weights_changes_nothing(approximation):
     np.testing.assert_allclose((s @ Kuf).T @ np.linalg.solve(s @ Kuu @ s, s @ Kuf), Qff, rtol=1e-8, atol=1e-10)
 
 
-@pytest.mark.parametrize("D", [1, 2])
+@pytest.mark.parametrize("kname, D", [("se", 1), ("se", 2), ("matern32", 2), ("sum", 1)])
 @pytest.mark.parametrize("objective", APPROXIMATIONS + ("upper",))
-def test_objective_gradients_match_finite_differences(D, objective):
+def test_objective_gradients_match_finite_differences(kname, D, objective):
+    """Stationary ARD kernels take the rank-one path, the sum the generic one."""
     X, y = data(D)
-    m = SparseGPR(X, y, KERNELS["se"](D), Z=random_feature(np.random.default_rng(2), 3, 3, D),
+    m = SparseGPR(X, y, KERNELS[kname](D), Z=random_feature(np.random.default_rng(2), 3, 3, D),
                   approximation="vfe" if objective == "upper" else objective, noise_variance=0.15, jitter=1e-8)
 
     def value(model):
@@ -118,6 +182,20 @@ def test_psd_and_vfe_below_exact_below_upper_bound(seed, M, C, noise):
     assert m.log_marginal_likelihood() <= exact + tol <= m.upper_bound() + 2 * tol
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1), M=st.integers(1, 6), C=st.integers(1, 5), D=st.integers(1, 2),
+       kname=st.sampled_from(sorted(KERNELS)))
+def test_joint_covariance_of_u_and_f_is_psd_for_every_kernel(seed, M, C, D, kname):
+    """[[Kuu, Kuf], [Kfu, Kff]] is the covariance of (u, f(X)): positive semi-definite."""
+    rng = np.random.default_rng(seed)
+    f, k, X = random_feature(rng, M, C, D), KERNELS[kname](D), rng.uniform(-3, 3, (8, D))
+    Kuu, Kuf = covariances.Kuu(f, k), covariances.Kuf(f, k, X)
+    assert Kuu.shape == (M, M) and Kuf.shape == (M, 8)
+    np.testing.assert_allclose(Kuu, Kuu.T, rtol=1e-12, atol=1e-12)
+    joint = np.block([[Kuu, Kuf], [Kuf.T, k.K(X)]])
+    assert np.linalg.eigvalsh(joint).min() > -1e-9 * max(1.0, np.abs(joint).max())
+
+
 def test_fit_predict_and_the_variants_the_labs_use():
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 6, (100, 1))
@@ -144,10 +222,33 @@ def test_fit_predict_and_the_variants_the_labs_use():
     ((np.zeros((2, 3, 1)), np.ones((2, 2))), "shape"),
     ((np.full((1, 2, 1), np.nan),), "NaN"),
     ((np.zeros((0, 2, 1)),), "non-empty"),
+    ((np.zeros((2, 0, 1)),), "C deltas per member"),
+    ((np.zeros((2, 2, 0)),), "non-empty"),
+    ((np.zeros((2, 2, 1, 1)),), r"\(M, C, D\)"),
+    ((np.zeros((2, 2, 1)), np.array([[1.0, np.inf], [1.0, 0.0]])), "NaN or infinite"),
+    ((np.zeros((2, 2, 1)), np.ones(2)), "shape"),
+    ((np.array([[["a"]]]),), "numeric"),
 ])
 def test_bad_input_is_refused_with_a_clear_message(args, message):
     with pytest.raises(ValueError, match=message):
         SumOfDeltas(*args)
+
+
+@pytest.mark.parametrize("C", [0, -1, 1.5])
+def test_from_data_refuses_a_bad_number_of_deltas(C):
+    X = np.linspace(0, 1, 20)[:, None]
+    with pytest.raises(ValueError, match="number of deltas per member"):
+        SumOfDeltas.from_data(X, 3, SquaredExponential(), C=C)
+
+
+def test_set_params_keeps_shapes_and_refuses_nan():
+    f = random_feature(np.random.default_rng(0), 3, 2, 1)
+    with pytest.raises(ValueError, match="keep shape"):
+        f.set_params(Z=np.zeros((3, 3, 1)))
+    with pytest.raises(ValueError, match="NaN"):
+        f.set_params(w=np.full((3, 1), np.nan))
+    with pytest.raises(ValueError, match="no parameter"):
+        f.set_params(weights=np.ones((3, 2)))  # the first weight is not a parameter
 
 
 def test_remembered_kernel_matrices_follow_every_change():
@@ -164,3 +265,63 @@ def test_remembered_kernel_matrices_follow_every_change():
         fresh = SumOfDeltas(feature.Z.copy(), feature.weights)  # nothing remembered
         np.testing.assert_allclose(covariances.Kuf(feature, kernel, X), covariances.Kuf(fresh, kernel, X), rtol=1e-14)
         np.testing.assert_allclose(covariances.Kuu(feature, kernel), covariances.Kuu(fresh, kernel), rtol=1e-14)
+
+
+def test_kernels_of_the_same_shape_never_share_remembered_matrices():
+    """Sum(SE, Matern) and Sum(Matern, SE) have the same parameter names and values."""
+    rng = np.random.default_rng(6)
+    f, X = random_feature(rng, 3, 3, 1), rng.uniform(-2, 2, (5, 1))
+    k1, k2 = SquaredExponential(1.0, 0.7) + Matern32(1.0, 0.7), Matern32(1.0, 0.7) + SquaredExponential(1.0, 0.7)
+    k3 = SquaredExponential(1.0, 0.7) + Matern52(1.0, 0.7)
+    for k in (k1, k2, k3, k1):
+        fresh = SumOfDeltas(f.Z, f.weights)
+        np.testing.assert_allclose(covariances.Kuf(f, k, X), covariances.Kuf(fresh, k, X), rtol=1e-14)
+        np.testing.assert_allclose(covariances.Kuu(f, k), covariances.Kuu(fresh, k), rtol=1e-14)
+
+
+def test_copies_and_pickles_leave_the_memo_behind():
+    import pickle
+
+    rng = np.random.default_rng(8)
+    f, k, X = random_feature(rng, 3, 4, 1), SquaredExponential(), rng.uniform(-2, 2, (50, 1))
+    covariances.Kuu(f, k), covariances.Kuf(f, k, X)
+    covariances.gradients(f, k, X, np.eye(3), np.ones((3, 50)))
+    assert f.memo
+    for other in (f.copy(), pickle.loads(pickle.dumps(f))):
+        assert not other.memo
+        np.testing.assert_array_equal(other.Z, f.Z)
+        np.testing.assert_array_equal(other.weights, f.weights)
+        np.testing.assert_array_equal(covariances.Kuf(other, k, X), covariances.Kuf(f, k, X))
+
+
+def test_threads_sharing_a_feature_get_the_serial_answers():
+    """The remembered matrices and the work buffer are per feature; concurrent evaluations with
+    different kernels and inputs must not read each other's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(9)
+    f = random_feature(rng, 4, 3, 1)
+    cases = [(SquaredExponential(1.0, 0.5 + 0.1 * i), rng.uniform(-2, 2, (300 + 10 * i, 1))) for i in range(6)]
+    dKuu = rng.normal(size=(4, 4))
+
+    def run(case):
+        k, X = case
+        dKuf = np.cos(X[:, 0])[None, :] * np.arange(1, 5)[:, None]
+        out = []
+        for _ in range(15):
+            Kuu, Kuf = covariances.Kuu(f, k), covariances.Kuf(f, k, X)
+            out.append((Kuu, Kuf, covariances.gradients(f, k, X, dKuu, dKuf, Kuu=Kuu, Kuf=Kuf)))
+        return out
+
+    serial = [run(c)[0] for c in cases]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(run, cases * 3))
+    for i, results in enumerate(parallel):
+        Kuu, Kuf, (gk, gf) = serial[i % len(cases)]
+        for Kuu2, Kuf2, (gk2, gf2) in results:
+            np.testing.assert_array_equal(Kuu2, Kuu)
+            np.testing.assert_array_equal(Kuf2, Kuf)
+            for name in gk:
+                np.testing.assert_allclose(gk2[name], gk[name], rtol=1e-13)
+            for name in gf:
+                np.testing.assert_allclose(gf2[name], gf[name], rtol=1e-13)

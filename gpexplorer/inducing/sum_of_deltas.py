@@ -13,6 +13,10 @@ Kuu^-1 Kuf unchanged, so a free first weight would only add a flat direction to 
 objective. The constructor divides each member's weights by its first one (which must not be
 zero); the optimiser moves the other C - 1 weights, held as the parameter ``w`` [M, C - 1]
 (absent when C = 1, where the feature is an inducing point at z_m1).
+
+``locations`` [M, D] are each member's *unweighted* mean delta location (weights may be negative
+or cancel, so a weighted mean can sit far from every delta); ``Z`` [M, C, D] holds every delta,
+which the labs draw as C joined ticks per member.
 """
 
 from __future__ import annotations
@@ -35,11 +39,14 @@ class SumOfDeltas(InducingFeature):
     [M, D] are each member's mean delta location, where the labs draw and drag it."""
 
     def __init__(self, Z, weights=None):
+        """``Z`` (M, C, D) delta locations ((M, C) in one dimension); ``weights`` (M, C), default
+        ones, each row divided by its first entry (see the module notes)."""
         Z = self._checked("Z", Z)
         if Z.ndim == 2:
             Z = Z[:, :, None]  # (M, C) deltas in one dimension
-        if Z.ndim != 3 or Z.shape[0] == 0 or Z.shape[1] == 0:
-            raise ValueError(f"SumOfDeltas.Z must be a non-empty (M, C, D) array of delta locations; got {Z.shape}")
+        if Z.ndim != 3 or 0 in Z.shape:
+            raise ValueError(f"SumOfDeltas.Z must be a non-empty (M, C, D) array of delta locations with M, C, "
+                             f"D >= 1 (C deltas per member); got {Z.shape}")
         M, C, _ = Z.shape
         weights = np.ones((M, C)) if weights is None else self._checked("weights", weights)
         if weights.shape != (M, C):
@@ -52,6 +59,15 @@ class SumOfDeltas(InducingFeature):
     @property
     def parameter_names(self):
         return ("Z", "w") if self.Z.shape[1] > 1 else ("Z",)
+
+    @property
+    def memo(self) -> dict:
+        """Scratch space of :mod:`gpexplorer.covariances.sum_of_deltas` (kernel matrices of the
+        deltas reused within one evaluation, a work buffer); never copied nor pickled."""
+        return self.__dict__.setdefault("_memo", {})  # setdefault: atomic, no lock needed
+
+    def __getstate__(self):  # copies and pickles leave the memo behind
+        return {k: v for k, v in self.__dict__.items() if k != "_memo"}
 
     @property
     def C(self) -> int:
@@ -81,6 +97,8 @@ class SumOfDeltas(InducingFeature):
     def from_data(cls, X, M, kernel, C=3, spread=None, seed=None):
         """M members at k-means centres of X, each with C deltas evenly spread over +-``spread``
         (default half the kernel's lengthscale) and unit weights."""
+        if int(C) != C or C < 1:
+            raise ValueError(f"C, the number of deltas per member, must be an integer >= 1; got {C!r}")
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         centres = kmeans(np.asarray(X, dtype=float).reshape(len(X), -1), int(M), rng)
         if spread is None:
@@ -105,7 +123,9 @@ class SumOfDeltas(InducingFeature):
         return {"Z": centres[:, None, :] + (self.Z - self.locations[:, None, :])}
 
     def at_locations(self, locations):
-        """Members centred at ``locations`` [K, D] with the mean pattern of deltas and unit weights."""
+        """Members centred at ``locations`` [K, D] (each one's mean delta location), with unit weights
+        and the members' mean pattern of deltas around their centres: the spread the fit has
+        reached, rather than a fixed fraction of the data range."""
         locations = np.asarray(locations, dtype=float).reshape(-1, self.input_dim)
         return SumOfDeltas(locations[:, None, :] + self._offsets()[None, :, :])
 
