@@ -127,6 +127,32 @@ def test_one_delta_per_member_is_an_inducing_point(approximation):
 
 
 @pytest.mark.parametrize("approximation", APPROXIMATIONS)
+@pytest.mark.parametrize("kname", ["se", "matern32", "rq", "periodic", "linear", "sum"])
+def test_single_deltas_take_the_fused_path_with_the_generic_answers(approximation, kname):
+    """C = 1 with a stationary kernel goes through the inducing points' fused call
+    (sparse/fused.py); value and every gradient equal the generic covariances path. Other
+    kernels and C > 1 decline it."""
+    from gpexplorer.kernels import Stationary
+    from gpexplorer.sparse.fused import FUSED_OBJECTIVES
+
+    X, y = data(2)
+    k = KERNELS[kname](2)
+    rng = np.random.default_rng(3)
+    for C in (1, 3):
+        m = SparseGPR(X, y, k, Z=random_feature(rng, 5, C, 2), approximation=approximation, noise_variance=0.2)
+        fused = FUSED_OBJECTIVES.find(SumOfDeltas, type(k))
+        declined = fused is None or fused(m.inducing, m.kernel, X, y, 0.2, m.jitter, approximation) is None
+        assert declined == (C > 1 or not isinstance(k, Stationary))
+        F, grads, _ = m.objective_and_gradient()
+        r = m._objective(grad=True)
+        generic = m._chain(r)
+        assert F == pytest.approx(r.value, rel=1e-11)
+        assert set(grads) == set(generic)
+        for name in grads:
+            np.testing.assert_allclose(grads[name], generic[name], rtol=1e-8, atol=1e-10, err_msg=name)
+
+
+@pytest.mark.parametrize("approximation", APPROXIMATIONS)
 def test_rescaling_a_members_weights_changes_nothing(approximation):
     """Why w_m1 is fixed: u_m -> c u_m leaves Q_ff = Kfu Kuu^-1 Kuf, hence every objective, unchanged."""
     X, y = data(1)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from gpexplorer.covariances.dispatch import Dispatcher
 from gpexplorer.inducing.points import InducingPoints
+from gpexplorer.inducing.sum_of_deltas import SumOfDeltas
 from gpexplorer.kernels import Stationary
 from gpexplorer.sparse.objectives import fused_stationary_objective
 
 FUSED_OBJECTIVES = Dispatcher("fused objective", """fused(feature, kernel, X, y, noise, jitter, approximation,
-workspace=None) -> (F, kernel gradients, feature gradients, terms, jitter used).
+workspace=None) -> (F, kernel gradients, feature gradients, terms, jitter used), or None when this
+feature's parameters fall outside the fused path (the model then takes the generic one).
 
 ``workspace``: the model's :class:`gpexplorer.sparse.objectives.Workspace` (arrays reused
 between evaluations), or None.""")
@@ -29,3 +31,15 @@ def points_stationary(feature, kernel, X, y, noise, jitter, approximation, works
     grads = kernel.pack_gradients(dvar, dl, dalpha)
     grads["noise_variance"] = dnoise
     return F, grads, {"Z": dZ}, terms, jitter_used
+
+
+@FUSED_OBJECTIVES.register(SumOfDeltas, Stationary)
+def single_deltas_stationary(feature, kernel, X, y, noise, jitter, approximation, workspace=None):
+    """A sum of one delta each (C = 1, its weight fixed at 1) is inducing points at Z[:, 0]
+    (eq. 4.14-4.19 with C = 1): the same fused call, dZ given back in the feature's (M, 1, D)."""
+    if feature.C != 1:
+        return None
+    points = InducingPoints(feature.Z[:, 0, :])
+    F, grads, g_points, terms, jitter_used = points_stationary(points, kernel, X, y, noise, jitter, approximation,
+                                                               workspace=workspace)
+    return F, grads, {"Z": g_points["Z"][:, None, :]}, terms, jitter_used

@@ -228,14 +228,14 @@ class SparseGPR(_GPRBase):
         """(F, dF/dparams, terms) with F = -log_marginal_likelihood().
 
         A (feature, kernel) pair with a fused path (:mod:`gpexplorer.sparse.fused`: inducing
-        points with a stationary kernel) computes matrices, objective and contraction in one
+        points, or sums of single deltas, with a stationary kernel) computes matrices, objective and contraction in one
         compiled call; every other pair goes through :mod:`gpexplorer.covariances`.
         """
         fused = FUSED_OBJECTIVES.find(type(self.inducing), type(self.kernel))
-        if fused is not None:
-            F, grads, g_feature, terms, self.jitter_used = fused(
-                self.inducing, self.kernel, self.X, self.y, self.noise_variance, self.jitter, self.approximation,
-                workspace=self.workspace)
+        out = None if fused is None else fused(self.inducing, self.kernel, self.X, self.y, self.noise_variance,
+                                               self.jitter, self.approximation, workspace=self.workspace)
+        if out is not None:
+            F, grads, g_feature, terms, self.jitter_used = out
             grads.update(g_feature)
             return F, grads, terms
         r = self._objective(grad=True)

@@ -11,7 +11,8 @@ import numpy as np
 from bokeh.models import Legend, LegendItem, Span
 from bokeh.plotting import figure as bokeh_figure
 
-__all__ = ["TOOLS", "lab_figure", "outside_legend", "legend_item", "vertical_marker", "assign", "range_placeholder"]
+__all__ = ["TOOLS", "lab_figure", "outside_legend", "legend_item", "vertical_marker", "assign", "assign_changed",
+           "range_placeholder"]
 
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save"  # save = PNG export of the figure
 
@@ -64,3 +65,34 @@ def assign(source, data, unless_equal=False):
         if unless_equal and all(np.array_equal(np.asarray(old[k]), np.asarray(v)) for k, v in data.items()):
             return
     source.data = data
+
+
+def _unchanged_rows(old, new):
+    """[rows] bool: row i of column ``old`` equals row i of ``new`` (numbers, NaN == NaN, or arrays)."""
+    if isinstance(old, np.ndarray) and isinstance(new, np.ndarray) and old.dtype.kind in "fiub" \
+            and new.dtype.kind in "fiub" and old.ndim == new.ndim == 1:
+        return (old == new) | (np.isnan(old) & np.isnan(new) if old.dtype.kind == new.dtype.kind == "f" else False)
+    return np.array([np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True) for a, b in zip(old, new)], bool)
+
+
+def assign_changed(source, data, patch_fraction=0.25):
+    """Like :func:`assign`, but send only what changed when the rows are the same in number: an
+    unchanged column is not sent, a column with few changed rows (at most ``patch_fraction`` of
+    them) goes as a patch of those rows, any other changed column alone. For sources of many
+    long rows (one curve per feature) where one slider or drag changes one curve or none."""
+    old = source.data
+    lengths = {len(v) for v in data.values()}
+    if set(old) != set(data) or len(lengths) != 1 or any(len(old[k]) != len(v) for k, v in data.items()):
+        source.data = data
+        return
+    patches = {}
+    for key, new in data.items():
+        changed = np.flatnonzero(~_unchanged_rows(old[key], new))
+        if changed.size == 0:
+            continue
+        if changed.size <= patch_fraction * len(new):
+            patches[key] = [(int(i), new[i]) for i in changed]
+        else:
+            source.data[key] = new
+    if patches:
+        source.patch(patches)

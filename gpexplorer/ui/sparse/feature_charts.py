@@ -8,7 +8,7 @@ from bokeh.models import ColumnDataSource, PointDrawTool, Span
 from bokeh.palettes import Category10_10
 from bokeh.transform import linear_cmap
 
-from gpexplorer.ui.plotting import assign, lab_figure, range_placeholder, vertical_marker
+from gpexplorer.ui.plotting import assign, assign_changed, lab_figure, range_placeholder, vertical_marker
 
 __all__ = ["FeatureStrip", "PositionChart"]
 
@@ -46,9 +46,9 @@ class FeatureStrip:
 
     def update(self, grid, basis, delta_positions=None, weights=None):
         """``basis`` [M, G] on ``grid`` [G]; ``delta_positions``/``weights`` [M, C] for sums of deltas."""
-        basis = np.asarray(basis)
+        basis = np.asarray(basis, dtype=np.float32)  # a drawn curve: half the bytes on every drag
         M = basis.shape[0]
-        assign(self.curves, {"xs": [grid] * M, "ys": list(basis), "k": np.arange(M) % 10})
+        assign_changed(self.curves, {"xs": [grid] * M, "ys": list(basis), "k": np.arange(M) % 10})
         xs, ys, ks = [], [], []
         handles = {"x": [], "y": [], "k": [], "member": [], "delta": []}
         if delta_positions is not None:
@@ -62,8 +62,8 @@ class FeatureStrip:
                 for j, k in enumerate(order):
                     for key, v in zip(handles, (z[k], top[j], m % 10, m, k)):
                         handles[key].append(v)
-        assign(self.ticks, {"xs": xs, "ys": ys, "k": ks})
-        assign(self.deltas, {key: np.asarray(v) for key, v in handles.items()})
+        assign_changed(self.ticks, {"xs": xs, "ys": ys, "k": ks})
+        assign_changed(self.deltas, {key: np.asarray(v) for key, v in handles.items()})
         self.placeholder.visible = basis.size == 0
 
 

@@ -15,6 +15,9 @@ WIDGETS = {
     **{name: {"type": PromptFloatSlider, "format": "0.0[000]", "step": 0.01}
        for name in ("variance", "lengthscale", "alpha", "period")},
     "noise_variance": {"type": PromptFloatSlider, "format": "0.0[0000]", "step": 0.001},
+    # a selected feature's width and frequency re-evaluate every objective, like the hyperparameters
+    "feature_width": {"type": PromptFloatSlider, "format": "0.0[000]", "step": 0.01},
+    "feature_frequency": {"type": PromptFloatSlider, "format": "0.0[00]", "step": 0.05},
     "data_noise": {"type": PromptFloatSlider, "format": "0.0[000]", "step": 1e-4, "throttled": True},
     # structural sliders act on release: each intermediate M would re-draw Z and discard fits
     "M": {"type": pn.widgets.IntSlider, "throttled": True}, "n_points": {"type": pn.widgets.IntSlider, "throttled": True},
