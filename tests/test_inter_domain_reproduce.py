@@ -154,3 +154,12 @@ def test_package_imports_without_dask():
             "import gpexplorer, gpexplorer.experiments.inter_domain_grid, gpexplorer.cli; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr
+
+
+def test_progress_lines_show_a_bar_the_count_and_the_cell(capsys):
+    assert distributed.progress_bar(0, 8, width=8) == "[........] 0/8"
+    assert distributed.progress_bar(3, 12, width=8) == "[##......]  3/12"
+    assert distributed.progress_bar(12, 12, width=8) == "[########] 12/12"
+    distributed.print_progress(6, 12, {"M": 5}, {"summary": "clean M=5 C=1 RMSE 0.7"}, 30.0)
+    line = capsys.readouterr().out
+    assert "[############............]  6/12" in line and "~30 s left" in line and "clean M=5 C=1" in line

@@ -12,7 +12,7 @@ dask is an optional dependency (the ``sweeps`` extra); it is imported only insid
 
 Shared inputs (the data split, fixed hyperparameters) are scattered once to every worker;
 each cell is one task, submitted most expensive first so the long cells do not finish last;
-results come back as they complete (a printed count with each cell's summary) and are
+results come back as they complete (a progress bar line with each cell's summary) and are
 returned in the cells' order.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["INSTALL_HINT", "print_progress", "require_dask", "run_cells"]
+__all__ = ["INSTALL_HINT", "print_progress", "progress_bar", "require_dask", "run_cells"]
 
 INSTALL_HINT = "pip install -e '.[sweeps]'"
 
@@ -36,8 +36,16 @@ def require_dask():
     return dd
 
 
+def progress_bar(done, total, width=24):
+    """``[#########...............]  9/24`` (one line per finished cell, so it also reads in a log)."""
+    filled = int(round(width * done / max(total, 1)))
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done:>{len(str(total))}}/{total}"
+
+
 def print_progress(done, total, cell, result, seconds):
-    print(f"  [{done:>3}/{total}] {result.get('summary', cell)}  ({seconds:.0f} s elapsed)", flush=True)
+    eta = seconds / done * (total - done) if done else float("nan")
+    print(f"  {progress_bar(done, total)} {seconds:>5.0f} s, ~{eta:.0f} s left  {result.get('summary', cell)}",
+          flush=True)
 
 
 def run_cells(func, cells, shared=None, scheduler=None, n_workers=None, processes=True, cost=None,

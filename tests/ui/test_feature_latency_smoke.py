@@ -4,7 +4,6 @@ is timed against the target (that is the benchmark's job, on a quiet machine).""
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,21 +12,15 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "tests" / "benchmarks" / "feature_latency.py"
 COLUMNS = ["feature", "M", "action", "n", "median (ms)", "p90 (ms)", "all updates, median (ms)", "median < 150 ms"]
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    """Debian's Chromium, as tests/ui/conftest.py finds it: skipped locally, failed in CI, if missing."""
-    executable = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    if not (os.path.isfile(executable) and os.access(executable, os.X_OK)):
-        message = f"Chromium not found at {executable!r} (set $CHROMIUM or apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; browser tests must not be skipped in CI", pytrace=False)
-        pytest.skip(message)
-    return executable
+def chromium(browser_type_launch_args):
+    """Debian's Chromium as conftest.py finds it (skipped locally, failed in CI, when missing)."""
+    return browser_type_launch_args["executable_path"]
 
 
 def _cells(line):
