@@ -1,0 +1,70 @@
+"""Pointwise likelihoods p(y_n | f_n) for sparse variational inference (SAVIGP, issue 16).
+
+The conditional likelihood factorises over data points (SAVIGP paper eq. 2); each class here
+evaluates log p(y_n | f_n), its derivatives with respect to the latent values and to its own
+parameters, samples, and the conditional mean and variance of y. The interface is described in
+:mod:`gpexplorer.likelihoods.pointwise_base`; Gauss-Hermite expectations under Gaussians are in
+:mod:`gpexplorer.likelihoods.quadrature`.
+
+Registered likelihoods (``LIKELIHOODS``; options and parameters with defaults in brackets):
+
+=================  =========================================  ===  ================  ======================
+name               p(y | f)                                   Q    parameters        source
+=================  =========================================  ===  ================  ======================
+gaussian           N(y; f, variance)                          1    variance [1]      paper sec. 6 (Boston)
+bernoulli_logit    expit(s f), s = 2y - 1, y in {0,1}/{-1,1}   1    -                 paper sec. 6 (cancer)
+bernoulli_probit   Phi(s f)                                   1    -                 probit variant
+poisson            Poisson(y; binsize exp(f + offset))        1    - (offset [0],    paper sec. 6 (LGCP),
+                                                                   binsize [1])      spec savigp.md
+softmax            exp(f_y) / sum_k exp(f_k), y in 0..K-1     K    - (n_classes [3]) paper sec. 6.2 (MNIST)
+warped_gaussian    N(t(y); f, variance) t'(y)                 1    variance, a, b,   paper sec. 6 (abalone),
+                                                                   c (3 each)        spec savigp.md
+=================  =========================================  ===  ================  ======================
+
+Not (yet) provided: the Gaussian process regression network likelihood of the paper (sec. 6.2,
+SARCOS), which has P > 1 outputs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+
+from gpexplorer.likelihoods.pointwise_base import ExpectedLogDensity, PointwiseLikelihood
+from gpexplorer.likelihoods.pointwise_warped import WarpedGaussian
+from gpexplorer.likelihoods.pointwise_zoo import Bernoulli, BernoulliLogit, BernoulliProbit, Gaussian, Poisson, Softmax
+
+__all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "Bernoulli", "BernoulliLogit", "BernoulliProbit",
+           "Poisson", "Softmax", "WarpedGaussian", "LIKELIHOODS", "get_likelihood"]
+
+LIKELIHOODS = {"gaussian": Gaussian, "bernoulli_logit": BernoulliLogit, "bernoulli_probit": BernoulliProbit,
+               "poisson": Poisson, "softmax": Softmax, "warped_gaussian": WarpedGaussian}
+
+ALIASES = {"normal": "gaussian", "logit": "bernoulli_logit", "logistic": "bernoulli_logit",
+           "probit": "bernoulli_probit", "lgcp": "poisson", "warped": "warped_gaussian", "wgp": "warped_gaussian"}
+
+
+def get_likelihood(spec, **options):
+    """A :class:`PointwiseLikelihood` from a registered name (case-insensitive; aliases normal,
+    logit, logistic, probit, lgcp, warped, wgp) with constructor options, or an instance (returned
+    as is; options are then refused). Unknown names raise ValueError with the closest match."""
+    if isinstance(spec, PointwiseLikelihood):
+        if options:
+            raise ValueError(f"options {sorted(options)} cannot be applied to an existing likelihood instance")
+        return spec
+    if not isinstance(spec, str):
+        raise ValueError(f"likelihood must be a name or a PointwiseLikelihood; got {type(spec).__name__}")
+    key = spec.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in LIKELIHOODS:
+        close = difflib.get_close_matches(key, list(LIKELIHOODS) + list(ALIASES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown likelihood {spec!r}{hint}. Registered: {', '.join(LIKELIHOODS)}")
+    factory = LIKELIHOODS[key]
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError:
+        accepted = [p for p in inspect.signature(factory).parameters]
+        raise ValueError(f"likelihood {key!r} does not accept the options {sorted(options)}; "
+                         f"it accepts: {', '.join(accepted) or 'none'}") from None
+    return factory(**options)

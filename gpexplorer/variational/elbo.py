@@ -1,0 +1,125 @@
+"""The SAVIGP evidence lower bound (Dezfouli & Bonilla 2015, eq. 8, 12, 18-20) as a function of
+plain arrays and objects, with its gradient with respect to every free parameter.
+
+    ELBO = sum_k pi_k sum_n ell_kn  +  L_ent  +  L_cross
+
+* ell_kn = E_{q_k(f_n.)}[log p(y_n | f_n.)] under the marginals of eq. 10-11, 15
+  (:mod:`.marginals`), estimated by :func:`.estimators.estimate` (quadrature, reparameterised or
+  score-function, eq. 12-13, 17);
+* L_ent: the exact Gaussian entropy for K = 1, the Jensen bound of eq. 19 for K > 1
+  (``ElboResult.entropy_kind``);
+* L_cross = E_q[log p(u)] (eq. 20).
+
+Gradients: with respect to the posterior's free vector, each latent's kernel parameters and
+inducing-feature parameters (natural scale, as ``kernel.params`` / ``feature.params``; via
+:func:`gpexplorer.covariances.gradients` and ``kernel.grad_params_diag``) and the likelihood's
+parameters (natural scale). With the score estimator the gradient is the (unbiased) score
+estimate, not the derivative of the returned Monte Carlo value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpexplorer.kernels.base import as_inputs
+from gpexplorer.variational import estimators, marginals
+
+#: smallest marginal variance passed to the estimators (round-off can leave kdiag - diag Qff < 0)
+MIN_VARIANCE = 1e-12
+
+
+@dataclass
+class ElboResult:
+    value: float
+    terms: dict  # "ell", "entropy", "cross"
+    entropy_kind: str  # "exact" (K = 1) or "jensen" (eq. 19)
+    grads: dict = field(default_factory=dict)  # "posterior", "kernels", "features", "likelihood"
+    estimate: object = None  # the estimators.Estimate of ell
+    latents: list = field(default_factory=list)  # marginals.LatentMarginals per latent
+    jitter_used: list = field(default_factory=list)
+
+
+def _as_list(obj, Q, what):
+    items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    if len(items) != Q:
+        raise ValueError(f"{what} must be given once per latent (Q = {Q}); got {len(items)}")
+    return items
+
+
+def marginal_moments(X, kernels, features, posterior, jitter=1e-6):
+    """(list of :class:`marginals.LatentMarginals`, b (K, N, Q), sigma^2 (K, N, Q))."""
+    X = as_inputs(X)
+    Q = posterior.Q
+    kernels, features = _as_list(kernels, Q, "kernels"), _as_list(features, Q, "features")
+    lats = []
+    for j in range(Q):
+        kernels[j].check_input_dim(X.shape[1])
+        features[j].check_input_dim(X.shape[1])
+        if len(features[j]) != posterior.sizes[j]:
+            raise ValueError(f"latent {j} has {len(features[j])} inducing variables but the posterior "
+                             f"expects {posterior.sizes[j]}")
+        lats.append(marginals.forward(kernels[j], features[j], X, posterior, j, jitter))
+    b = np.stack([lat.mean for lat in lats], axis=-1)
+    var = np.stack([lat.var for lat in lats], axis=-1)
+    return lats, b, var
+
+
+def elbo(X, Y, kernels, features, likelihood, posterior, *, estimator="quadrature", eps=None, num_samples=2000,
+         seed=0, n_points=None, control_variate=False, jitter=1e-6, eval_gradient=False):
+    """The ELBO (eq. 8) and, with ``eval_gradient``, its gradients; returns :class:`ElboResult`.
+
+    ``kernels``, ``features``: one per latent (Q = ``posterior.Q`` = ``likelihood.n_latent``);
+    ``posterior``: a :mod:`.posterior` family; ``estimator``: "quadrature", "reparam" or
+    "score" with ``eps`` (S, N, Q) reused if given (else ``num_samples`` draws from ``seed``).
+    ``grads`` = {"posterior": (P,), "kernels": [dict], "features": [dict], "likelihood": dict}.
+    """
+    X = as_inputs(X)
+    Y = likelihood.validate(Y)
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    Q = posterior.Q
+    if likelihood.n_latent != Q:
+        raise ValueError(f"the likelihood needs {likelihood.n_latent} latent function(s); the posterior has {Q}")
+    kernels, features = _as_list(kernels, Q, "kernels"), _as_list(features, Q, "features")
+    lats, b, var = marginal_moments(X, kernels, features, posterior, jitter)
+    est = estimators.estimate(likelihood, b, np.maximum(var, MIN_VARIANCE), Y, estimator, eps=eps,
+                              num_samples=num_samples, seed=seed, n_points=n_points,
+                              control_variate=control_variate)
+    pi = posterior.pi
+    ell = float(pi @ est.value.sum(axis=1))
+    ent, d_ent = posterior.entropy()
+    cross, d_cross, dKuu_cross = posterior.cross_term([lat.L for lat in lats])
+    result = ElboResult(value=ell + ent + cross, terms={"ell": ell, "entropy": ent, "cross": cross},
+                        entropy_kind=posterior.entropy_kind, estimate=est, latents=lats,
+                        jitter_used=[lat.jitter_used for lat in lats])
+    if not eval_gradient:
+        return result
+    gb = pi[:, None, None] * est.dmean
+    gv = pi[:, None, None] * np.where(var > MIN_VARIANCE, est.dvar, 0.0)
+    means = posterior.means
+    dm, dS, g_kernels, g_features = [], [], [], []
+    for j, lat in enumerate(lats):
+        dmj, dSj, dKuu, dKuf, dkdiag = marginals.backward(lat, means[j], posterior.diagonal, gb[:, :, j], gv[:, :, j])
+        dm.append(dmj)
+        dS.append(dSj)
+        gk, gf = marginals.parameter_gradients(kernels[j], features[j], X, lat, dKuu + dKuu_cross[j], dKuf, dkdiag)
+        g_kernels.append(gk)
+        g_features.append(gf)
+    g_post = posterior.chain(est.value.sum(axis=1), dm, dS) + d_ent + d_cross
+    g_lik = {n: np.tensordot(pi, g.sum(axis=1), axes=(0, 0)) for n, g in est.dparams.items()}
+    g_lik = {n: float(g) if np.ndim(g) == 0 else g for n, g in g_lik.items()}
+    result.grads = {"posterior": g_post, "kernels": g_kernels, "features": g_features, "likelihood": g_lik}
+    return result
+
+
+def mixture_moments(pi, means, variances):
+    """Mean and variance of sum_k pi_k N(means_k, variances_k) (axis 0 is k)."""
+    pi = np.asarray(pi, dtype=float).reshape((-1,) + (1,) * (np.ndim(means) - 1))
+    mean = np.sum(pi * means, axis=0)
+    var = np.sum(pi * (variances + means ** 2), axis=0) - mean ** 2
+    return mean, np.maximum(var, 0.0)
+
+
+__all__ = ["ElboResult", "MIN_VARIANCE", "elbo", "marginal_moments", "mixture_moments"]

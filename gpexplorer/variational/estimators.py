@@ -1,0 +1,229 @@
+"""The expected log likelihood of SAVIGP (eq. 12, 17) and its gradients, three ways.
+
+For every mixture component k and data point n, q_k(f_n.) = N(b_kn, diag(sigma^2_kn)) over the
+Q latents (eq. 14-15), and
+
+    ell_kn = E_{q_k(f_n.)}[log p(y_n | f_n.)]
+
+with d ell_kn / d b_kn, d ell_kn / d sigma^2_kn and d ell_kn / d theta_lik. ``estimate`` gives
+them behind one interface:
+
+* ``"quadrature"``: a Gauss-Hermite product grid (n points per latent, n^Q nodes, from
+  :mod:`gpexplorer.likelihoods.quadrature`, evaluated here for K components at once): the
+  reference. The derivatives are those of the quadrature sum itself (nodes fixed), i.e.
+  E[dlogp/df] and E[dlogp/df x / (2 sigma)] at f = b + sigma x;
+* ``"reparam"``: f = b + sigma eps with eps (S, N, Q) drawn once (seeded, or given) and reused,
+  so the objective is deterministic (as the paper's optimiser): d/db = mean dlogp/df,
+  d/dsigma^2 = mean dlogp/df eps / (2 sigma);
+* ``"score"``: the score-function identity (eq. 13), l = log p(y | f):
+  d/db = E[l eps / sigma], d/dsigma^2 = E[l (eps^2 - 1) / (2 sigma^2)]. With
+  ``control_variate=True`` the score h itself (mean zero) is subtracted, g - c h with
+  c = Cov(l h, h) / Var(h) estimated per element on the first ``holdout`` fraction of the
+  samples, which are then left out of the estimate: c is independent of the samples it is
+  applied to, so the estimator stays unbiased (the paper's authors reuse the samples).
+
+Likelihood-parameter derivatives are E[d logp / d theta] (same samples / nodes) in every mode.
+Each evaluation reports the Monte Carlo variance of its estimates (``Estimate.report``).
+:func:`estimator_variance` and :func:`variance_curve` measure it over repeated seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpexplorer.likelihoods import quadrature
+
+METHODS = ("quadrature", "reparam", "score")
+#: Gauss-Hermite points per latent by Q (n^Q nodes in all)
+DEFAULT_POINTS = {1: 20, 2: 20, 3: 10}
+#: largest (nodes x N x Q) block evaluated at once
+BLOCK = 2_000_000
+
+
+@dataclass
+class Estimate:
+    """ell_kn and its derivatives; ``report`` holds the variance of each Monte Carlo mean."""
+
+    value: np.ndarray  # (K, N)
+    dmean: np.ndarray  # (K, N, Q)
+    dvar: np.ndarray  # (K, N, Q)
+    dparams: dict  # name -> (K, N) or (K, N, size)
+    report: dict = field(default_factory=dict)  # "value", "dmean", "dvar": variance of the estimate
+    method: str = ""
+    num_samples: int = 0
+
+
+def gauss_hermite_grid(Q, n):
+    """Nodes (n^Q, Q) and weights (n^Q,) of the product rule for E_{N(0, I_Q)}[g(x)]
+    (:func:`gpexplorer.likelihoods.quadrature.product_rule`: probabilists' Hermite, weights
+    summing to one)."""
+    return quadrature.product_rule(int(n), int(Q))
+
+
+def draw_eps(num_samples, N, Q, seed=0):
+    """Standard normal draws (S, N, Q) from ``numpy.random.default_rng(seed)``."""
+    if int(num_samples) < 2:
+        raise ValueError(f"num_samples must be at least 2; got {num_samples}")
+    return np.random.default_rng(seed).standard_normal((int(num_samples), N, Q))
+
+
+def _check(lik, b, var, Y):
+    Y = lik.validate(Y)
+    b = np.asarray(b, dtype=float)
+    var = np.asarray(var, dtype=float)
+    if b.ndim == 2:
+        b, var = b[None], var[None]
+    N, Q = Y.shape[0], lik.n_latent
+    if b.ndim != 3 or b.shape[1:] != (N, Q) or var.shape != b.shape:
+        raise ValueError(f"b and var must have shape (K, N={N}, Q={Q}); got {b.shape} and {var.shape}")
+    if not (np.all(np.isfinite(b)) and np.all(np.isfinite(var))):
+        raise ValueError("b and var must be finite")
+    if np.any(var <= 0):
+        raise ValueError(f"the marginal variances must be positive; got minimum {var.min():g}")
+    return b, var, Y
+
+
+def _moments(lik, bk, sk, x, w, Y, need_df=True):
+    """sum_p w_p of (l, dl/df, dl/df x / (2 sigma), dl/dtheta) at f = b + sigma x, in blocks.
+    x is (P, N or 1, Q); also returns the weighted second moments for the report."""
+    P = x.shape[0]
+    step = max(1, BLOCK // max(1, bk.size))
+    acc = None
+    for i in range(0, P, step):
+        xi, wi = x[i:i + step], w[i:i + step]
+        F = bk[None] + sk[None] * xi
+        parts = {"value": lik.log_density(F, Y)}
+        if need_df:  # the score estimator never calls dlog_density_df (black-box likelihood)
+            parts["dmean"] = lik.dlog_density_df(F, Y)
+            parts["dvar"] = parts["dmean"] * xi / (2.0 * sk[None])
+        for name, g in lik.dlog_density_dparams(F, Y).items():
+            parts["p:" + name] = g
+        sums = {n: np.tensordot(wi, a, axes=(0, 0)) for n, a in parts.items()}
+        sq = {n: np.tensordot(wi, parts[n] ** 2, axes=(0, 0)) for n in ("value", "dmean", "dvar") if n in parts}
+        if acc is None:
+            acc = (sums, sq)
+        else:
+            for n in sums:
+                acc[0][n] = acc[0][n] + sums[n]
+            for n in sq:
+                acc[1][n] = acc[1][n] + sq[n]
+    return acc
+
+
+def _score(lik, bk, sk, eps, Y, control_variate, holdout):
+    """The score-function estimates of (d/db, d/dsigma^2) and their variances for one component."""
+    S = eps.shape[0]
+    F = bk[None] + sk[None] * eps
+    lp = lik.log_density(F, Y)[..., None]  # (S, N, 1)
+    out, var_out = [], []
+    for h in (eps / sk[None], (eps ** 2 - 1.0) / (2.0 * sk[None] ** 2)):
+        g = lp * h
+        if control_variate:
+            n0 = max(2, int(round(holdout * S)))
+            if S - n0 < 2:
+                raise ValueError(f"the control variate needs more samples than its hold-out ({n0} of {S})")
+            gh, hh = g[:n0], h[:n0]
+            cov = np.mean((gh - gh.mean(0)) * (hh - hh.mean(0)), axis=0)
+            c = cov / np.maximum(np.var(hh, axis=0), 1e-300)
+            g = g[n0:] - c[None] * h[n0:]
+        out.append(g.mean(0))
+        var_out.append(g.var(0, ddof=1) / g.shape[0])
+    return out, var_out
+
+
+def estimate(lik, b, var, Y, method="quadrature", *, eps=None, num_samples=2000, seed=0, n_points=None,
+             control_variate=False, holdout=0.1):
+    """ell_kn = E_{q_k(f_n.)}[log p(y_n | f_n.)] and its derivatives (eq. 12, 13, 17).
+
+    ``b``, ``var``: (K, N, Q) means and variances of the marginals ((N, Q) for K = 1);
+    ``eps``: (S, N, Q) standard normal draws to reuse (else ``num_samples`` drawn with ``seed``).
+    Returns an :class:`Estimate`.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if control_variate and method != "score":
+        raise ValueError("a control variate is only defined for the 'score' estimator")
+    if not 0.0 < holdout < 1.0:
+        raise ValueError(f"holdout must be a fraction in (0, 1); got {holdout}")
+    b, var, Y = _check(lik, b, var, Y)
+    K, N, Q = b.shape
+    sd = np.sqrt(var)
+    if method == "quadrature":
+        n = int(n_points or DEFAULT_POINTS.get(Q, 6))
+        if Q > 3 and n_points is None:
+            raise ValueError(f"quadrature with Q = {Q} latents needs n_points (n^Q nodes); use 'reparam'")
+        nodes, w = gauss_hermite_grid(Q, n)
+        x, S = nodes[:, None, :], nodes.shape[0]
+    else:
+        if eps is None:
+            eps = draw_eps(num_samples, N, Q, seed)
+        eps = np.asarray(eps, dtype=float)
+        if eps.ndim != 3 or eps.shape[1:] != (N, Q):
+            raise ValueError(f"eps must have shape (S, N={N}, Q={Q}); got {eps.shape}")
+        S = eps.shape[0]
+        x, w = eps, np.full(S, 1.0 / S)
+    value = np.empty((K, N))
+    dmean = np.empty((K, N, Q))
+    dvar = np.empty((K, N, Q))
+    dparams = {}
+    report = {n: np.zeros_like(a) for n, a in (("value", value), ("dmean", dmean), ("dvar", dvar))}
+    for k in range(K):
+        sums, sq = _moments(lik, b[k], sd[k], x, w, Y, need_df=method != "score")
+        value[k] = sums["value"]
+        if method != "score":
+            dmean[k], dvar[k] = sums["dmean"], sums["dvar"]
+        for name in sums:
+            if name.startswith("p:"):
+                dparams.setdefault(name[2:], []).append(sums[name])
+        if method != "quadrature":
+            for n in sq:
+                report[n][k] = np.maximum(sq[n] - sums[n] ** 2, 0.0) * S / (S - 1) / S
+        if method == "score":
+            (dmean[k], dvar[k]), (report["dmean"][k], report["dvar"][k]) = _score(
+                lik, b[k], sd[k], eps, Y, control_variate, holdout)
+    dparams = {n: np.stack(v) for n, v in dparams.items()}
+    return Estimate(value=value, dmean=dmean, dvar=dvar, dparams=dparams, report=report, method=method,
+                    num_samples=int(S))
+
+
+def estimator_variance(lik, b, var, Y, method, num_samples, n_repeats=20, seed=0, control_variate=False):
+    """Empirical spread of an estimator over ``n_repeats`` seeds (seed, seed + 1, ...).
+
+    Returns {"mean": {...}, "variance": {...}} for "value", "dmean", "dvar" (arrays shaped like
+    the estimates: the across-seed mean and variance, ddof=1) and "summary": the variance
+    averaged over elements per quantity."""
+    if int(n_repeats) < 2:
+        raise ValueError(f"n_repeats must be at least 2; got {n_repeats}")
+    draws = {"value": [], "dmean": [], "dvar": []}
+    for r in range(int(n_repeats)):
+        est = estimate(lik, b, var, Y, method, num_samples=num_samples, seed=seed + r,
+                       control_variate=control_variate)
+        for n in draws:
+            draws[n].append(getattr(est, n))
+    stacks = {n: np.stack(v) for n, v in draws.items()}
+    variance = {n: a.var(axis=0, ddof=1) for n, a in stacks.items()}
+    return {"mean": {n: a.mean(axis=0) for n, a in stacks.items()}, "variance": variance,
+            "summary": {n: float(v.mean()) for n, v in variance.items()}}
+
+
+def variance_curve(lik, b, var, Y, sample_sizes, n_repeats=20, seed=0,
+                   estimators=(("score", False), ("score", True), ("reparam", False))):
+    """The mean (over elements) across-seed variance of d/db and d/dsigma^2 against S, for a
+    plot of gradient variance against the number of samples with and without the control
+    variate. Returns {"S": [...], "<method>[+cv]": {"dmean": [...], "dvar": [...]}}."""
+    out = {"S": [int(s) for s in sample_sizes]}
+    for method, cv in estimators:
+        label = method + ("+cv" if cv else "")
+        curves = {"dmean": [], "dvar": []}
+        for s in out["S"]:
+            summary = estimator_variance(lik, b, var, Y, method, s, n_repeats, seed, cv)["summary"]
+            for n in curves:
+                curves[n].append(summary[n])
+        out[label] = curves
+    return out
+
+
+__all__ = ["Estimate", "METHODS", "draw_eps", "estimate", "estimator_variance", "gauss_hermite_grid",
+           "variance_curve"]

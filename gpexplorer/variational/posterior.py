@@ -1,0 +1,420 @@
+"""Variational families over the inducing variables of Q latent GPs (SAVIGP, Dezfouli & Bonilla
+2015, eq. 7): q(u) = sum_k pi_k prod_j N(u_j; m_kj, S_kj), u_j with M_j entries.
+
+* :class:`FullGaussian` (FG): K = 1, S_j = L_j L_j^T with L_j lower triangular; the free vector
+  holds, per latent, m_j then the lower triangle of L_j row by row with its diagonal as log L_ii.
+* :class:`MixtureOfDiagonalGaussians` (MoG1 for K = 1, MoG2 for K = 2): S_kj = diag(s_kj), the
+  free vector holds the K logits of pi = softmax(logits), then per component and latent m_kj
+  and log s_kj.
+
+Both map one flat unconstrained vector (``free``) to the moments and give
+
+* the entropy term: the exact Gaussian entropy sum_j 1/2 log|2 pi e S_j| when K = 1, the Jensen
+  lower bound (eq. 19) -sum_k pi_k log sum_l pi_l N(m_k; m_l, S_k + S_l) when K > 1
+  (``entropy_kind`` says which);
+* the cross term E_q[log p(u)] (eq. 20) from the Cholesky factors of Kuu_j;
+* :meth:`chain`: gradients with respect to (pi, m_kj, S_kj) turned into a gradient of ``free``.
+
+Initialisation: m = 0 and S = I (L = I, log s = 0) unless :meth:`initialise_from_prior` sets
+S_kj = Kuu_j (L_j = chol Kuu_j, s_kj = diag Kuu_j), which makes q(u) = p(u) for K = 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpexplorer.linalg import inv_from_cholesky
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def _sizes(num_inducing, num_latent):
+    if np.ndim(num_inducing) == 0:
+        if num_latent is None:
+            num_latent = 1
+        sizes = [int(num_inducing)] * int(num_latent)
+    else:
+        sizes = [int(m) for m in num_inducing]
+        if num_latent is not None and len(sizes) != int(num_latent):
+            raise ValueError(f"num_inducing lists {len(sizes)} latents but num_latent is {num_latent}")
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"every latent needs at least one inducing variable; got sizes {sizes}")
+    return sizes
+
+
+def log_softmax(logits):
+    z = np.asarray(logits, dtype=float) - np.max(logits)
+    return z - np.log(np.sum(np.exp(z)))
+
+
+class VariationalPosterior:
+    """Shared bookkeeping; subclasses define the free-vector layout and the covariance maths."""
+
+    K = 1
+    diagonal = False
+
+    def __init__(self, num_inducing, num_latent=None):
+        self.sizes = _sizes(num_inducing, num_latent)
+        self.free = np.zeros(self.num_free)
+        self._set_identity()
+
+    # layout ------------------------------------------------------------------------------------
+    @property
+    def Q(self):
+        return len(self.sizes)
+
+    @property
+    def num_free(self) -> int:
+        raise NotImplementedError
+
+    def set_free(self, x):
+        """Set the free vector (a copy is kept); any finite vector is valid."""
+        x = np.array(x, dtype=float).ravel()
+        if x.shape != (self.num_free,):
+            raise ValueError(f"the free vector of {type(self).__name__} has {self.num_free} entries; got {x.size}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("the free vector contains NaN or infinite values")
+        self.free = x
+        return self
+
+    def copy(self):
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.free = self.free.copy()
+        return new
+
+    @property
+    def entropy_kind(self) -> str:
+        """"exact" (K = 1: the Gaussian entropy) or "jensen" (K > 1: the bound of eq. 19)."""
+        return "exact" if self.K == 1 else "jensen"
+
+    # moments -----------------------------------------------------------------------------------
+    @property
+    def pi(self):
+        """(K,) mixture weights (on the simplex for any free vector)."""
+        return np.exp(self.log_pi)
+
+    @property
+    def log_pi(self):
+        return np.zeros(1)
+
+    @property
+    def means(self):
+        """Per latent j, the (K, M_j) means m_kj."""
+        raise NotImplementedError
+
+    def mean_array(self):
+        """The means as one (K, Q, M) array (every latent must have the same M)."""
+        if len(set(self.sizes)) != 1:
+            raise ValueError(f"the latents have different numbers of inducing variables {self.sizes}; use means")
+        return np.stack(self.means, axis=1)
+
+    def covariance(self, k, j):
+        """S_kj as a dense (M_j, M_j) matrix."""
+        raise NotImplementedError
+
+    def S_times(self, j, A):
+        """(K, N, M_j): A S_kj for every component k (A is (N, M_j))."""
+        raise NotImplementedError
+
+    def trace_with(self, j, Kinv):
+        """(K,): tr(Kinv S_kj)."""
+        return np.array([np.sum(Kinv * self.covariance(k, j)) for k in range(self.K)])
+
+    # terms -------------------------------------------------------------------------------------
+    def cross_term(self, kuu_choleskys):
+        """E_q[log p(u)] (eq. 20) with p(u_j) = N(0, Kuu_j), Kuu_j = L_j L_j^T.
+
+        Returns (value, d/dfree, [d/dKuu_j]); -1/2 sum_k pi_k sum_j [M_j log 2pi + log|Kuu_j|
+        + m_kj^T Kuu_j^-1 m_kj + tr(Kuu_j^-1 S_kj)]."""
+        if len(kuu_choleskys) != self.Q:
+            raise ValueError(f"cross_term needs {self.Q} Cholesky factors (one per latent); got {len(kuu_choleskys)}")
+        pi = self.pi
+        per_k = np.zeros(self.K)
+        dm, dS, dKuu = [], [], []
+        for j, (L, mj) in enumerate(zip(kuu_choleskys, self.means)):
+            if L.shape != (self.sizes[j], self.sizes[j]):
+                raise ValueError(f"Kuu of latent {j} must be ({self.sizes[j]}, {self.sizes[j]}); got {L.shape}")
+            Kinv = inv_from_cholesky(L)
+            logdet = 2.0 * np.sum(np.log(np.diag(L)))
+            alpha = mj @ Kinv  # (K, M): rows Kuu^-1 m_kj
+            quad = np.einsum("km,km->k", alpha, mj)
+            tr = self.trace_with(j, Kinv)
+            per_k += -0.5 * (self.sizes[j] * LOG_2PI + logdet + quad + tr)
+            dm.append(-pi[:, None] * alpha)
+            if self.diagonal:
+                dS.append(-0.5 * pi[:, None] * np.diag(Kinv)[None, :])
+            else:
+                dS.append(-0.5 * pi[:, None, None] * Kinv[None])
+            G = sum(pi[k] * (np.outer(alpha[k], alpha[k]) + Kinv @ self.covariance(k, j) @ Kinv)
+                    for k in range(self.K))
+            dKuu.append(-0.5 * (Kinv - G))
+        value = float(pi @ per_k)
+        return value, self.chain(per_k, dm, dS), dKuu
+
+    def entropy(self):
+        """(value, d/dfree) of the entropy term: exact for K = 1, eq. 19 for K > 1."""
+        raise NotImplementedError
+
+    def chain(self, dpi, dm, dS):
+        """d/dfree from d/dpi (K,), d/dm_kj (per j: (K, M_j)) and d/dS_kj (per j: (K, M_j, M_j),
+        symmetric, or (K, M_j) for a diagonal family; a dense one is reduced to its diagonal)."""
+        raise NotImplementedError
+
+    # initialisation ----------------------------------------------------------------------------
+    def _set_identity(self):
+        raise NotImplementedError
+
+    def initialise_from_prior(self, kuu_choleskys, mean_scale=0.0, seed=0):
+        """m_kj = mean_scale * sqrt(diag Kuu_j) * N(0, 1) draws (0 by default; a mixture needs
+        mean_scale > 0 to break the symmetry between its components), S_kj = Kuu_j."""
+        raise NotImplementedError
+
+
+class FullGaussian(VariationalPosterior):
+    """FG: K = 1, per latent m_j and S_j = L_j L_j^T (diag of L_j through exp)."""
+
+    K = 1
+    diagonal = False
+
+    @property
+    def num_free(self):
+        return sum(m + m * (m + 1) // 2 for m in self.sizes)
+
+    def _blocks(self):
+        i = 0
+        for m in self.sizes:
+            t = m * (m + 1) // 2
+            yield slice(i, i + m), slice(i + m, i + m + t)
+            i += m + t
+
+    @property
+    def means(self):
+        return [self.free[sm][None, :] for sm, _ in self._blocks()]
+
+    def factor(self, j):
+        """L_j, the lower-triangular (M_j, M_j) factor of S_j."""
+        m = self.sizes[j]
+        sl = list(self._blocks())[j][1]
+        L = np.zeros((m, m))
+        L[np.tril_indices(m)] = self.free[sl]
+        d = np.arange(m)
+        L[d, d] = np.exp(L[d, d])
+        return L
+
+    def covariance(self, k, j):
+        L = self.factor(j)
+        return L @ L.T
+
+    def S_times(self, j, A):
+        L = self.factor(j)
+        return ((A @ L) @ L.T)[None]
+
+    def trace_with(self, j, Kinv):
+        L = self.factor(j)
+        return np.array([np.sum(L * (Kinv @ L))])
+
+    def entropy(self):
+        """sum_j [M_j/2 log(2 pi e) + sum_i log L_j,ii]: exact."""
+        g = np.zeros(self.num_free)
+        value = 0.0
+        for j, (_, sl) in enumerate(self._blocks()):
+            m = self.sizes[j]
+            diag_pos = sl.start + _diag_positions(m)
+            value += 0.5 * m * (LOG_2PI + 1.0) + np.sum(self.free[diag_pos])
+            g[diag_pos] = 1.0
+        return float(value), g
+
+    def chain(self, dpi, dm, dS):
+        g = np.zeros(self.num_free)
+        for j, (sm, sl) in enumerate(self._blocks()):
+            g[sm] = np.asarray(dm[j]).reshape(-1)
+            L = self.factor(j)
+            G = np.asarray(dS[j])
+            G = np.diag(G[0]) if G.ndim == 2 else G[0]
+            dL = (G + G.T) @ L
+            dL[np.diag_indices_from(dL)] *= np.diag(L)  # log-diagonal
+            g[sl] = dL[np.tril_indices(self.sizes[j])]
+        return g
+
+    def _set_identity(self):
+        self.free[:] = 0.0
+
+    def initialise_from_prior(self, kuu_choleskys, mean_scale=0.0, seed=0):
+        rng = np.random.default_rng(seed)
+        for j, (sm, sl) in enumerate(self._blocks()):
+            L = np.array(kuu_choleskys[j], dtype=float)
+            self.free[sm] = mean_scale * np.sqrt(np.sum(L ** 2, axis=1)) * rng.standard_normal(self.sizes[j])
+            d = np.arange(self.sizes[j])
+            L[d, d] = np.log(L[d, d])
+            self.free[sl] = L[np.tril_indices(self.sizes[j])]
+        return self
+
+    def set_moments(self, means, factors):
+        """Set m_j (per j, (M_j,)) and S_j = L_j L_j^T from lower-triangular factors with a
+        positive diagonal (or from covariances: a symmetric S_j is factorised)."""
+        for j, (sm, sl) in enumerate(self._blocks()):
+            self.free[sm] = np.asarray(means[j], dtype=float).reshape(-1)
+            L = np.array(factors[j], dtype=float)
+            if not np.allclose(L, np.tril(L)):
+                L = np.linalg.cholesky(0.5 * (L + L.T))
+            if np.any(np.diag(L) <= 0):
+                raise ValueError(f"the factor of latent {j} needs a positive diagonal")
+            d = np.arange(self.sizes[j])
+            L[d, d] = np.log(L[d, d])
+            self.free[sl] = L[np.tril_indices(self.sizes[j])]
+        return self
+
+
+def _diag_positions(m):
+    """Positions of the diagonal within np.tril_indices(m) (row-major lower triangle)."""
+    r = np.arange(m)
+    return r * (r + 1) // 2 + r
+
+
+class MixtureOfDiagonalGaussians(VariationalPosterior):
+    """MoG_K: pi = softmax(logits), S_kj = diag(exp(log s_kj)); K = 1 is MoG1, K = 2 MoG2."""
+
+    diagonal = True
+
+    def __init__(self, num_inducing, num_latent=None, K=1):
+        if int(K) != K or K < 1:
+            raise ValueError(f"the number of mixture components K must be a positive integer; got {K!r}")
+        self.K = int(K)
+        super().__init__(num_inducing, num_latent)
+
+    @property
+    def num_free(self):
+        return self.K + 2 * self.K * sum(self.sizes)
+
+    def slices(self, k, j):
+        """(mean slice, log-variance slice) of component k, latent j."""
+        start = self.K + 2 * (k * sum(self.sizes) + sum(self.sizes[:j]))
+        m = self.sizes[j]
+        return slice(start, start + m), slice(start + m, start + 2 * m)
+
+    @property
+    def logits(self):
+        return self.free[:self.K]
+
+    @property
+    def log_pi(self):
+        return log_softmax(self.logits)
+
+    @property
+    def means(self):
+        return [np.stack([self.free[self.slices(k, j)[0]] for k in range(self.K)]) for j in range(self.Q)]
+
+    def variances(self, j):
+        """(K, M_j) diagonals s_kj."""
+        return np.stack([np.exp(self.free[self.slices(k, j)[1]]) for k in range(self.K)])
+
+    def covariance(self, k, j):
+        return np.diag(self.variances(j)[k])
+
+    def S_times(self, j, A):
+        return A[None, :, :] * self.variances(j)[:, None, :]
+
+    def trace_with(self, j, Kinv):
+        return self.variances(j) @ np.diag(Kinv)
+
+    def entropy(self):
+        if self.K == 1:
+            g = np.zeros(self.num_free)
+            value = 0.0
+            for j in range(self.Q):
+                sv = self.slices(0, j)[1]
+                value += 0.5 * self.sizes[j] * (LOG_2PI + 1.0) + 0.5 * np.sum(self.free[sv])
+                g[sv] = 0.5
+            return float(value), g
+        return self.jensen_entropy()
+
+    def jensen_entropy(self):
+        """Eq. 19: H >= -sum_k pi_k c_k, c_k = log sum_l pi_l N(m_k; m_l, S_k + S_l)."""
+        K, log_pi, pi = self.K, self.log_pi, self.pi
+        a = np.zeros((K, K))  # a_kl = log N(m_k; m_l, S_k + S_l)
+        parts = []
+        for j in range(self.Q):
+            m, s = self.means[j], self.variances(j)
+            diff = m[:, None, :] - m[None, :, :]  # (K, K, M)
+            tot = s[:, None, :] + s[None, :, :]
+            a += -0.5 * np.sum(LOG_2PI + np.log(tot) + diff ** 2 / tot, axis=2)
+            parts.append((diff, tot, s))
+        t = log_pi[None, :] + a
+        c = np.logaddexp.reduce(t, axis=1)
+        value = -float(pi @ c)
+        r = np.exp(t - c[:, None])  # r_kl = pi_l N_kl / sum_l' pi_l' N_kl'
+        da = -pi[:, None] * r  # dH/da_kl
+        dpi = -c - np.sum(pi[:, None] * np.exp(a - c[:, None]), axis=0)
+        dm, dS = [], []
+        for diff, tot, s in parts:
+            w = da[:, :, None]
+            gm_first = -w * diff / tot  # d a_kl / d m_k (as first argument)
+            dm.append(gm_first.sum(axis=1) - gm_first.sum(axis=0))
+            gs = w * (-0.5 / tot + 0.5 * diff ** 2 / tot ** 2)
+            dS.append(gs.sum(axis=1) + gs.sum(axis=0))
+        return value, self.chain(dpi, dm, dS)
+
+    def chain(self, dpi, dm, dS):
+        g = np.zeros(self.num_free)
+        dpi = np.asarray(dpi, dtype=float)
+        pi = self.pi
+        g[:self.K] = pi * (dpi - pi @ dpi)
+        for j in range(self.Q):
+            s = self.variances(j)
+            G = np.asarray(dS[j])
+            Gd = np.diagonal(G, axis1=1, axis2=2) if G.ndim == 3 else G
+            for k in range(self.K):
+                sm, sv = self.slices(k, j)
+                g[sm] = dm[j][k]
+                g[sv] = Gd[k] * s[k]
+        return g
+
+    def _set_identity(self):
+        self.free[:] = 0.0
+
+    def initialise_from_prior(self, kuu_choleskys, mean_scale=0.0, seed=0):
+        rng = np.random.default_rng(seed)
+        self.free[:self.K] = 0.0
+        for j in range(self.Q):
+            kdiag = np.sum(np.asarray(kuu_choleskys[j]) ** 2, axis=1)
+            for k in range(self.K):
+                sm, sv = self.slices(k, j)
+                self.free[sm] = mean_scale * np.sqrt(kdiag) * rng.standard_normal(self.sizes[j])
+                self.free[sv] = np.log(kdiag)
+        return self
+
+    def set_moments(self, means, variances, pi=None):
+        """Set m_kj (per j, (K, M_j)), s_kj (per j, (K, M_j), positive) and optionally pi (K,)."""
+        if pi is not None:
+            pi = np.asarray(pi, dtype=float)
+            if pi.shape != (self.K,) or np.any(pi <= 0) or not np.isclose(pi.sum(), 1.0):
+                raise ValueError(f"pi must be {self.K} positive weights summing to one; got {pi}")
+            self.free[:self.K] = np.log(pi)
+        for j in range(self.Q):
+            m = np.asarray(means[j], dtype=float).reshape(self.K, self.sizes[j])
+            s = np.asarray(variances[j], dtype=float).reshape(self.K, self.sizes[j])
+            if np.any(s <= 0):
+                raise ValueError(f"the variances of latent {j} must be positive")
+            for k in range(self.K):
+                sm, sv = self.slices(k, j)
+                self.free[sm], self.free[sv] = m[k], np.log(s[k])
+        return self
+
+
+def make_posterior(kind, num_inducing, num_latent=None):
+    """"fg", "mog1", "mog2" or ("mog", K)."""
+    if isinstance(kind, VariationalPosterior):
+        if kind.sizes != _sizes(num_inducing, num_latent):
+            raise ValueError(f"the posterior has sizes {kind.sizes}; the model needs {_sizes(num_inducing, num_latent)}")
+        return kind
+    if kind == "fg":
+        return FullGaussian(num_inducing, num_latent)
+    if kind in ("mog1", "mog2"):
+        return MixtureOfDiagonalGaussians(num_inducing, num_latent, K=int(kind[-1]))
+    if isinstance(kind, tuple) and len(kind) == 2 and kind[0] == "mog":
+        return MixtureOfDiagonalGaussians(num_inducing, num_latent, K=kind[1])
+    raise ValueError(f"posterior must be 'fg', 'mog1', 'mog2' or ('mog', K); got {kind!r}")
+
+
+__all__ = ["FullGaussian", "MixtureOfDiagonalGaussians", "VariationalPosterior", "log_softmax", "make_posterior"]

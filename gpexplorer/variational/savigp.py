@@ -1,0 +1,227 @@
+"""``SparseVariationalGP``: SAVIGP (Dezfouli & Bonilla 2015) as a thin model over
+:func:`gpexplorer.variational.elbo.elbo`.
+
+>>> m = SparseVariationalGP(X, Y, kernels.SquaredExponential(), Z=20, likelihood=lik, posterior="fg")
+>>> m.elbo(eval_gradient=True)        # (value, {"posterior": ..., "kernel0.variance": ..., ...})
+>>> m.fit(max_iter=200)               # L-BFGS-B over every free parameter
+>>> mean, var = m.predict_f(Xnew)     # mixture moments per latent, (N*, Q) each
+
+Parameters are named ``"posterior"`` (the family's free vector, unbounded), ``"kernel{j}.{name}"``,
+``"feature{j}.{name}"`` (latent j) and ``"likelihood.{name}"``; the last three move through their
+own :class:`gpexplorer.parameters.Parameter` transforms and bounds. Monte Carlo estimators draw
+eps once (``seed``) and reuse it, so the objective is deterministic (as in the paper).
+Initialisation: m = 0 and S_kj = Kuu_j (q(u) = p(u) for K = 1); a mixture's component means are
+drawn with sd 0.1 sqrt(diag Kuu_j) so that its components can separate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpexplorer.inducing import InducingFeature, as_feature, initial_inducing_inputs
+from gpexplorer.kernels import Kernel
+from gpexplorer.kernels.base import as_inputs
+from gpexplorer.linalg import CholeskyError
+from gpexplorer.optimize import FAILED_OBJECTIVE, Packer
+from gpexplorer.variational import estimators, marginals
+from gpexplorer.variational.elbo import elbo as elbo_function
+from gpexplorer.variational.elbo import mixture_moments
+from gpexplorer.variational.posterior import make_posterior
+
+GROUPS = ("posterior", "kernel", "inducing", "likelihood")
+
+
+class SparseVariationalGP:
+    """Q latent GPs with inducing variables, a black-box pointwise likelihood and a mixture
+    posterior q(u) (FG, MoG1, MoG2 or ("mog", K)), fitted by maximising the ELBO (eq. 8)."""
+
+    def __init__(self, X, Y, kernel, Z, likelihood, posterior="fg", estimator="quadrature", num_samples=2000,
+                 num_latent=None, seed=0, jitter=1e-6, z_init="kmeans", n_points=None, control_variate=False):
+        self.X = as_inputs(X)
+        self.likelihood = likelihood
+        self.Y = likelihood.validate(Y)
+        N, D = self.X.shape
+        if self.Y.shape[0] != N:
+            raise ValueError(f"X has {N} rows but Y has {self.Y.shape[0]}")
+        Q = likelihood.n_latent if num_latent is None else int(num_latent)
+        if Q != likelihood.n_latent:
+            raise ValueError(f"the likelihood needs {likelihood.n_latent} latent function(s); num_latent is {Q}")
+        self.kernels = self._per_latent(kernel, Q, "kernel")
+        for k in self.kernels:
+            if not isinstance(k, Kernel):
+                raise ValueError(f"kernel must be a gpexplorer.kernels.Kernel; got {type(k).__name__}")
+            k.check_input_dim(D)
+        self.features = [self._feature(z, z_init, seed) for z in self._per_latent(Z, Q, "Z")]
+        if estimator not in estimators.METHODS:
+            raise ValueError(f"estimator must be one of {estimators.METHODS}; got {estimator!r}")
+        if not np.isfinite(jitter) or jitter < 0:
+            raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
+        self.estimator, self.jitter, self.n_points = estimator, float(jitter), n_points
+        self.control_variate = bool(control_variate)
+        self.eps = None if estimator == "quadrature" else estimators.draw_eps(num_samples, N, Q, seed)
+        self.posterior = make_posterior(posterior, [len(f) for f in self.features], Q)
+        chols = [lat.L for lat in self._latents(self.X)]
+        self.posterior.initialise_from_prior(chols, mean_scale=0.0 if self.posterior.K == 1 else 0.1, seed=seed)
+        self.fit_result = None
+
+    # construction helpers ----------------------------------------------------------------------
+    @staticmethod
+    def _per_latent(obj, Q, what):
+        if isinstance(obj, (list, tuple)):
+            if len(obj) != Q:
+                raise ValueError(f"{what} must be one object or a list of {Q} (one per latent); got {len(obj)}")
+            return list(obj)
+        return [obj] + [obj.copy() if hasattr(obj, "copy") else obj for _ in range(Q - 1)]
+
+    def _feature(self, Z, z_init, seed):
+        if not isinstance(Z, InducingFeature) and np.ndim(Z) == 0:
+            Z = initial_inducing_inputs(self.X, Z, z_init, seed)
+        return as_feature(Z, self.X.shape[1])
+
+    def _latents(self, X):
+        return [marginals.forward(k, f, X, self.posterior, j, self.jitter)
+                for j, (k, f) in enumerate(zip(self.kernels, self.features))]
+
+    # parameters --------------------------------------------------------------------------------
+    @property
+    def Q(self):
+        return len(self.kernels)
+
+    def _named(self):
+        """name -> (owner, owner's name, Parameter spec) for every parameter but "posterior"."""
+        out = {}
+        for j, (k, f) in enumerate(zip(self.kernels, self.features)):
+            out.update({f"kernel{j}.{n}": (k, n, s) for n, s in k.parameter_specs.items()})
+            out.update({f"feature{j}.{n}": (f, n, s) for n, s in f.parameter_specs.items()})
+        out.update({f"likelihood.{n}": (self.likelihood, n, s) for n, s in self.likelihood.parameter_specs.items()})
+        return out
+
+    @property
+    def parameters(self) -> dict:
+        out = {"posterior": self.posterior.free.copy()}
+        for name, (owner, n, _) in self._named().items():
+            v = owner.params[n]
+            out[name] = v.copy() if isinstance(v, np.ndarray) else v
+        return out
+
+    def set_parameters(self, mapping=None, /, **values):
+        """Validated assignment by name (see the module docstring for the names)."""
+        values = {**(mapping or {}), **values}
+        named = self._named()
+        unknown = set(values) - set(named) - {"posterior"}
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {sorted(unknown)}; the parameters are {sorted(self.parameters)}")
+        if "posterior" in values:
+            self.posterior.set_free(values.pop("posterior"))
+        for name, v in values.items():
+            owner, n, _ = named[name]
+            owner.set_params(**{n: v})
+        return self
+
+    def _assign(self, values):
+        named = self._named()
+        for name, v in values.items():
+            owner, n, _ = named[name]
+            owner.assign_unchecked({n: v})
+
+    # objective ---------------------------------------------------------------------------------
+    def evaluate(self, eval_gradient=False):
+        """The full :class:`gpexplorer.variational.elbo.ElboResult`."""
+        return elbo_function(self.X, self.Y, self.kernels, self.features, self.likelihood, self.posterior,
+                             estimator=self.estimator, eps=self.eps, n_points=self.n_points,
+                             control_variate=self.control_variate, jitter=self.jitter, eval_gradient=eval_gradient)
+
+    def elbo(self, eval_gradient=False):
+        """The ELBO; with ``eval_gradient``, (value, {name: gradient}) on the natural scale."""
+        r = self.evaluate(eval_gradient)
+        if not eval_gradient:
+            return r.value
+        g = {"posterior": r.grads["posterior"]}
+        for j in range(self.Q):
+            g.update({f"kernel{j}.{n}": v for n, v in r.grads["kernels"][j].items()})
+            g.update({f"feature{j}.{n}": v for n, v in r.grads["features"][j].items()})
+        g.update({f"likelihood.{n}": v for n, v in r.grads["likelihood"].items()})
+        return r.value, g
+
+    def _fixed_names(self, fixed):
+        fixed = (fixed,) if isinstance(fixed, str) else tuple(fixed)
+        names = set(self.parameters)
+        out = set()
+        for f in fixed:
+            if f == "posterior" or f in names:
+                out.add(f)
+            elif f in ("kernel", "inducing", "likelihood"):
+                prefix = {"kernel": "kernel", "inducing": "feature", "likelihood": "likelihood."}[f]
+                out |= {n for n in names if n.startswith(prefix)}
+            else:
+                raise ValueError(f"cannot fix {f!r}: the parameters are {sorted(names)} (or the groups {GROUPS})")
+        return out
+
+    def fit(self, max_iter=200, fixed=()):
+        """Maximise the ELBO with scipy's L-BFGS-B jointly over every parameter not in ``fixed``
+        (names or the groups "posterior", "kernel", "inducing", "likelihood"). Returns scipy's
+        result; the model is left at the best point. An evaluation whose Cholesky fails returns a
+        large objective so the line search backs off."""
+        from scipy.optimize import minimize  # on use, as in gpexplorer.optimize
+
+        fixed = self._fixed_names(fixed)
+        params = self.parameters
+        named = self._named()
+        packer = Packer({n: named[n][2] for n in named}, {n: params[n] for n in named}, fixed)
+        free_post = "posterior" not in fixed
+        P = self.posterior.num_free if free_post else 0
+
+        def split(x):
+            return x[:P], packer.unpack(x[P:])
+
+        def objective(x):
+            xp, values = split(x)
+            if free_post:
+                self.posterior.set_free(xp)
+            self._assign(values)
+            try:
+                value, grads = self.elbo(eval_gradient=True)
+            except CholeskyError:
+                return FAILED_OBJECTIVE, np.zeros_like(x)
+            if not np.isfinite(value):
+                return FAILED_OBJECTIVE, np.zeros_like(x)
+            g = packer.chain(values, grads)
+            if free_post:
+                g = np.concatenate([grads["posterior"], g])
+            return -value, -g
+
+        x0 = np.concatenate([self.posterior.free if free_post else np.zeros(0), packer.pack(params)])
+        bounds = [(None, None)] * P + packer.bounds
+        res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": int(max_iter)})
+        xp, values = split(res.x)
+        if free_post:
+            self.posterior.set_free(xp)
+        self._assign(values)
+        self.fit_result = res
+        return res
+
+    # prediction --------------------------------------------------------------------------------
+    def predict_components(self, Xnew):
+        """(pi (K,), means (K, N*, Q), variances (K, N*, Q)) of q(f*) per mixture component."""
+        lats = self._latents(self._check_new(Xnew))
+        means = np.stack([lat.mean for lat in lats], axis=-1)
+        var = np.maximum(np.stack([lat.var for lat in lats], axis=-1), 0.0)
+        return self.posterior.pi, means, var
+
+    def predict_f(self, Xnew):
+        """Mean and variance (N*, Q) of the mixture q(f*) per latent (its first two moments)."""
+        pi, means, var = self.predict_components(Xnew)
+        return mixture_moments(pi, means, var)
+
+    def _check_new(self, Xnew):
+        Xnew = as_inputs(Xnew, "Xnew")
+        if Xnew.shape[1] != self.X.shape[1]:
+            raise ValueError(f"Xnew must have {self.X.shape[1]} column(s); got {Xnew.shape[1]}")
+        return Xnew
+
+    def __repr__(self):
+        return (f"SparseVariationalGP(N={self.X.shape[0]}, Q={self.Q}, M={[len(f) for f in self.features]}, "
+                f"posterior={type(self.posterior).__name__}(K={self.posterior.K}), estimator={self.estimator!r})")
+
+
+__all__ = ["GROUPS", "SparseVariationalGP"]
