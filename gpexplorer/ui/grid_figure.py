@@ -24,15 +24,16 @@ from gpexplorer.experiments.inter_domain_grid import frontier
 __all__ = ["grid_layout", "write_figure"]
 
 VARIANT_TITLES = {"clean": "clean", "noisy": "noisy copy (+0.4 s.d.)", "noisy-0.05": "noisy copy (+0.05 s.d.)",
-                  "fixed": "hyperparameters fixed (exact GP's)"}
+                  "fixed": "fixed hyperparameters"}
 
 
 def _variants(result):
     return [v for v in VARIANT_TITLES if any(r["variant"] == v for r in result["rows"])]
 
 
-def _heat_map(result, variant, low, high):
+def _heat_map(result, variant):
     rows = [r for r in result["rows"] if r["variant"] == variant]
+    low, high = _range([r["rmse"] for r in rows])
     Ms, Cs = [str(M) for M in result["Ms"]], [str(C) for C in result["Cs"]]
     source = ColumnDataSource({"M": [str(r["M"]) for r in rows], "C": [str(r["C"]) for r in rows],
                                "rmse": [r["rmse"] for r in rows], "nlpd": [r["nlpd"] for r in rows],
@@ -51,7 +52,7 @@ def _heat_map(result, variant, low, high):
 
 
 def _frontier_plot(result):
-    p = figure(x_axis_type="log", width=520, height=360, title="test NLPD against model size (lines: frontiers)",
+    p = figure(x_axis_type="log", width=900, height=380, title="test NLPD against model size (lines: frontiers)",
                x_axis_label="model size: M + M² + MC(D+1) numbers", y_axis_label="test NLPD",
                tools="pan,wheel_zoom,box_zoom,reset,save")
     for colour, v in zip(Category10[10], _variants(result)):
@@ -66,21 +67,24 @@ def _frontier_plot(result):
                                                           ("RMSE", "@rmse{0.0000}")]))
         front = frontier(result["rows"], v)
         p.line([r["storage"] for r in front], [r["nlpd"] for r in front], color=colour, line_width=2)
-    p.legend.location = "top_right"
     p.legend.click_policy = "hide"
+    p.add_layout(p.legend[0], "right")  # beside the plot, never over the points
     return p
 
 
+def _range(values):
+    values = np.asarray(values, dtype=float)
+    low, high = float(np.nanmin(values)), float(np.nanmax(values))
+    return low, (high if high > low else low + 1e-12)
+
+
 def grid_layout(result):
-    """The Bokeh layout: a title, one heat map per variant (one colour scale for all), the frontier."""
-    rmse = np.array([r["rmse"] for r in result["rows"]], dtype=float)
-    low, high = float(np.nanmin(rmse)), float(np.nanmax(rmse))
-    if high <= low:
-        high = low + 1e-12
+    """The Bokeh layout: a title, one heat map per variant (each its own colour scale: the
+    variants' errors differ more than the cells of one), the frontier."""
     title = Div(text=f"<h3>{result['dataset']}: VFE with sums of deltas (thesis §4.5)</h3>"
                      f"<p>{result['n_train']} training / {result['n_test']} test rows; darker cells: lower "
-                     "RMSE (one colour scale across the maps); hover for the numbers.</p>", width=1000)
-    maps = row(*[_heat_map(result, v, low, high) for v in _variants(result)])
+                     "RMSE (each map has its own colour scale); hover for the numbers.</p>", width=1000)
+    maps = row(*[_heat_map(result, v) for v in _variants(result)])
     return column(title, maps, _frontier_plot(result))
 
 
