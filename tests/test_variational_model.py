@@ -113,3 +113,15 @@ def test_two_latents_parameters_and_validation():
         SparseVariationalGP(X, y, kernels.SquaredExponential(), 4, GaussianStandIn(), estimator="mcmc")
     with pytest.raises(ValueError, match="list of 2"):
         SparseVariationalGP(X, y, [kernels.SquaredExponential()] * 3, 4, HeteroscedasticStandIn())
+
+
+def test_fit_returns_a_fit_result_also_with_a_duck_typed_likelihood():
+    from gpexplorer.optimize import FitResult
+
+    X, y = regression_data(N=20)
+    model = SparseVariationalGP(X, y, kernels.SquaredExponential(), 4, GaussianStandIn(variance=0.2))
+    result = model.fit(max_iter=10, method="block-lbfgs", evals_per_block=5)
+    assert isinstance(result, FitResult) and model.fit_result is result
+    assert result.objective == -model.elbo()
+    mean, var = model.predict_f(X)
+    assert mean.shape == var.shape == (20, 1)

@@ -1,10 +1,16 @@
 """``SparseVariationalGP``: SAVIGP (Dezfouli & Bonilla 2015) as a thin model over
 :func:`gpexplorer.variational.elbo.elbo`.
 
->>> m = SparseVariationalGP(X, Y, kernels.SquaredExponential(), Z=20, likelihood=lik, posterior="fg")
+>>> m = SparseVariationalGP(X, Y, kernel=kernels.SquaredExponential(), Z=20, likelihood="bernoulli_logit",
+...                         posterior="fg", estimator="score", num_samples=2000, seed=0)
 >>> m.elbo(eval_gradient=True)        # (value, {"posterior": ..., "kernel0.variance": ..., ...})
->>> m.fit(max_iter=200)               # L-BFGS-B over every free parameter
+>>> m.fit(max_iter=50, method="block-lbfgs")   # or "lbfgs" (joint), "adam" (minibatches)
 >>> mean, var = m.predict_f(Xnew)     # mixture moments per latent, (N*, Q) each
+>>> m.predict_y(Xnew); m.predict_log_density(Xnew, Ynew); m.error_rate(Xnew, Ynew)
+
+``likelihood`` is a registered name (options in ``likelihood_options``, see
+:func:`gpexplorer.likelihoods.get_likelihood`) or an object with the pointwise-likelihood
+interface. Fitting is in :mod:`.fitting`, predictions in :mod:`.prediction`.
 
 Parameters are named ``"posterior"`` (the family's free vector, unbounded), ``"kernel{j}.{name}"``,
 ``"feature{j}.{name}"`` (latent j) and ``"likelihood.{name}"``; the last three move through their
@@ -21,9 +27,9 @@ import numpy as np
 from gpexplorer.inducing import InducingFeature, as_feature, initial_inducing_inputs
 from gpexplorer.kernels import Kernel
 from gpexplorer.kernels.base import as_inputs
-from gpexplorer.linalg import CholeskyError
-from gpexplorer.optimize import FAILED_OBJECTIVE, Packer
-from gpexplorer.variational import estimators, marginals
+from gpexplorer.likelihoods.pointwise import PointwiseLikelihood, get_likelihood
+from gpexplorer.parameters import Parameter
+from gpexplorer.variational import estimators, fitting, marginals, prediction
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.elbo import mixture_moments
 from gpexplorer.variational.posterior import make_posterior
@@ -36,9 +42,10 @@ class SparseVariationalGP:
     posterior q(u) (FG, MoG1, MoG2 or ("mog", K)), fitted by maximising the ELBO (eq. 8)."""
 
     def __init__(self, X, Y, kernel, Z, likelihood, posterior="fg", estimator="quadrature", num_samples=2000,
-                 num_latent=None, seed=0, jitter=1e-6, z_init="kmeans", n_points=None, control_variate=False):
+                 num_latent=None, seed=0, jitter=1e-6, z_init="kmeans", n_points=None, control_variate=False,
+                 likelihood_options=None):
         self.X = as_inputs(X)
-        self.likelihood = likelihood
+        self.likelihood = likelihood = self._likelihood(likelihood, likelihood_options)
         self.Y = likelihood.validate(Y)
         N, D = self.X.shape
         if self.Y.shape[0] != N:
@@ -58,13 +65,34 @@ class SparseVariationalGP:
             raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
         self.estimator, self.jitter, self.n_points = estimator, float(jitter), n_points
         self.control_variate = bool(control_variate)
+        self.num_samples, self.seed = int(num_samples), seed
         self.eps = None if estimator == "quadrature" else estimators.draw_eps(num_samples, N, Q, seed)
         self.posterior = make_posterior(posterior, [len(f) for f in self.features], Q)
-        chols = [lat.L for lat in self._latents(self.X)]
-        self.posterior.initialise_from_prior(chols, mean_scale=0.0 if self.posterior.K == 1 else 0.1, seed=seed)
+        self.reset_posterior(seed)
         self.fit_result = None
 
+    def reset_posterior(self, seed=0):
+        """q(u) back to the prior at the current hyperparameters (module docstring); returns self."""
+        chols = [lat.L for lat in self._latents(self.X)]
+        self.posterior.initialise_from_prior(chols, mean_scale=0.0 if self.posterior.K == 1 else 0.1, seed=seed)
+        return self
+
     # construction helpers ----------------------------------------------------------------------
+    @staticmethod
+    def _likelihood(likelihood, options):
+        """A registered name (with ``options``), a PointwiseLikelihood, or a duck-typed object."""
+        options = dict(options or {})
+        if isinstance(likelihood, (str, PointwiseLikelihood)):
+            return get_likelihood(likelihood, **options)
+        needed = ("n_latent", "validate", "log_density", "parameter_specs", "params", "assign_unchecked")
+        missing = [n for n in needed if not hasattr(likelihood, n)]
+        if missing:
+            raise ValueError(f"likelihood must be a registered name or a pointwise likelihood; "
+                             f"{type(likelihood).__name__} lacks {missing}")
+        if options:
+            raise ValueError(f"likelihood_options {sorted(options)} need a likelihood given by name")
+        return likelihood
+
     @staticmethod
     def _per_latent(obj, Q, what):
         if isinstance(obj, (list, tuple)):
@@ -118,6 +146,30 @@ class SparseVariationalGP:
             owner.set_params(**{n: v})
         return self
 
+    @property
+    def parameter_specs(self) -> dict:
+        """name -> :class:`gpexplorer.parameters.Parameter`; "posterior" is real and unbounded."""
+        return {"posterior": Parameter.real("posterior"), **{n: s for n, (_, _, s) in self._named().items()}}
+
+    def set_bounds(self, **bounds):
+        """Natural-scale (lower, upper) of kernel and likelihood parameters by name."""
+        named = self._named()
+        for name, box in bounds.items():
+            owner = named.get(name, (None,))[0]
+            if owner is None or not hasattr(owner, "set_bounds"):
+                raise ValueError(f"cannot bound {name!r}: bounds apply to the kernel{{j}}.* and likelihood.* "
+                                 f"parameters {sorted(n for n in named if not n.startswith('feature'))}")
+            owner.set_bounds(**{named[name][1]: box})
+        return self
+
+    def assign_parameters(self, values: dict):
+        """Set already-valid values (an optimiser's), "posterior" included; returns self."""
+        values = dict(values)
+        if "posterior" in values:
+            self.posterior.set_free(values.pop("posterior"))
+        self._assign(values)
+        return self
+
     def _assign(self, values):
         named = self._named()
         for name, v in values.items():
@@ -136,12 +188,16 @@ class SparseVariationalGP:
         r = self.evaluate(eval_gradient)
         if not eval_gradient:
             return r.value
+        return r.value, self.gradients_by_name(r)
+
+    def gradients_by_name(self, r):
+        """{parameter name: gradient} from an :class:`ElboResult` evaluated with gradients."""
         g = {"posterior": r.grads["posterior"]}
         for j in range(self.Q):
             g.update({f"kernel{j}.{n}": v for n, v in r.grads["kernels"][j].items()})
             g.update({f"feature{j}.{n}": v for n, v in r.grads["features"][j].items()})
         g.update({f"likelihood.{n}": v for n, v in r.grads["likelihood"].items()})
-        return r.value, g
+        return g
 
     def _fixed_names(self, fixed):
         fixed = (fixed,) if isinstance(fixed, str) else tuple(fixed)
@@ -157,48 +213,23 @@ class SparseVariationalGP:
                 raise ValueError(f"cannot fix {f!r}: the parameters are {sorted(names)} (or the groups {GROUPS})")
         return out
 
-    def fit(self, max_iter=200, fixed=()):
-        """Maximise the ELBO with scipy's L-BFGS-B jointly over every parameter not in ``fixed``
-        (names or the groups "posterior", "kernel", "inducing", "likelihood"). Returns scipy's
-        result; the model is left at the best point. An evaluation whose Cholesky fails returns a
-        large objective so the line search backs off."""
-        from scipy.optimize import minimize  # on use, as in gpexplorer.optimize
+    def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="lbfgs",
+            batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None):
+        """Maximise the ELBO; returns a :class:`gpexplorer.optimize.FitResult` (also ``fit_result``).
 
-        fixed = self._fixed_names(fixed)
-        params = self.parameters
-        named = self._named()
-        packer = Packer({n: named[n][2] for n in named}, {n: params[n] for n in named}, fixed)
-        free_post = "posterior" not in fixed
-        P = self.posterior.num_free if free_post else 0
-
-        def split(x):
-            return x[:P], packer.unpack(x[P:])
-
-        def objective(x):
-            xp, values = split(x)
-            if free_post:
-                self.posterior.set_free(xp)
-            self._assign(values)
-            try:
-                value, grads = self.elbo(eval_gradient=True)
-            except CholeskyError:
-                return FAILED_OBJECTIVE, np.zeros_like(x)
-            if not np.isfinite(value):
-                return FAILED_OBJECTIVE, np.zeros_like(x)
-            g = packer.chain(values, grads)
-            if free_post:
-                g = np.concatenate([grads["posterior"], g])
-            return -value, -g
-
-        x0 = np.concatenate([self.posterior.free if free_post else np.zeros(0), packer.pack(params)])
-        bounds = [(None, None)] * P + packer.bounds
-        res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": int(max_iter)})
-        xp, values = split(res.x)
-        if free_post:
-            self.posterior.set_free(xp)
-        self._assign(values)
-        self.fit_result = res
-        return res
+        ``method``: "lbfgs" (L-BFGS-B jointly over every free parameter, ``max_iter`` iterations),
+        "block-lbfgs" (the paper's scheme: ``max_iter`` rounds of L-BFGS-B over the blocks q,
+        hyperparameters, likelihood, ``evals_per_block`` evaluations each) or "adam" (``max_iter``
+        minibatch steps of ``batch_size`` rows, ``learning_rate``, a trace entry every
+        ``trace_every`` steps). ``fixed``: names or the groups "posterior", "kernel", "inducing",
+        "likelihood". ``callback(entry)`` returning True stops the fit. Details, and what the
+        score estimator does under L-BFGS, in :mod:`gpexplorer.variational.fitting`.
+        """
+        self.fit_result = fitting.fit(self, max_iter=max_iter, fixed=self._fixed_names(fixed), restarts=restarts,
+                                      seed=seed, callback=callback, method=method, batch_size=batch_size,
+                                      learning_rate=learning_rate, evals_per_block=evals_per_block,
+                                      trace_every=trace_every, tol=tol)
+        return self.fit_result
 
     # prediction --------------------------------------------------------------------------------
     def predict_components(self, Xnew):
@@ -212,6 +243,30 @@ class SparseVariationalGP:
         """Mean and variance (N*, Q) of the mixture q(f*) per latent (its first two moments)."""
         pi, means, var = self.predict_components(Xnew)
         return mixture_moments(pi, means, var)
+
+    def predict_y(self, Xnew, n_points=None, num_samples=2000, seed=0):
+        """Mean and variance (N*, 1) of y* under q(f*): see :func:`.prediction.predict_y`."""
+        return prediction.predict_y(self, self._check_new(Xnew), n_points, num_samples, seed)
+
+    def predict_log_density(self, Xnew, Ynew, n_points=None, num_samples=2000, seed=0):
+        """log p(y* | data) = log E_q(f*)[p(y* | f*)] per point (N*,): :func:`.prediction.predict_log_density`."""
+        return prediction.predict_log_density(self, self._check_new(Xnew), Ynew, n_points, num_samples, seed)
+
+    def predict_class_probabilities(self, Xnew, n_points=None, num_samples=2000, seed=0):
+        """(N*, C) class probabilities (C = 2 for Bernoulli: columns p(y=0), p(y=1))."""
+        return prediction.class_probabilities(self, self._check_new(Xnew), n_points, num_samples, seed)
+
+    def nlpd(self, Xnew, Ynew):
+        """Mean negative log predictive density -mean log p(y* | data)."""
+        return prediction.nlpd(self, self._check_new(Xnew), Ynew)
+
+    def error_rate(self, Xnew, Ynew):
+        """Classification error (Bernoulli: p(y=1) > 0.5; softmax: the most probable class)."""
+        return prediction.error_rate(self, self._check_new(Xnew), Ynew)
+
+    def sse(self, Xnew, Ynew):
+        """Standardised squared error (paper sec. 6): MSE of the predictive mean / var of Ynew."""
+        return prediction.sse(self, self._check_new(Xnew), Ynew)
 
     def _check_new(self, Xnew):
         Xnew = as_inputs(Xnew, "Xnew")
