@@ -21,6 +21,8 @@ LAB_CARDS = {
                           "The exact GP beside SoR, DTC, FITC and VFE: drag inducing inputs, watch every bound move."),
     "linearized": ("linearized.png",
                    "EGP, UGP, EKS and UKS on y = g(f) + noise: linearisations, free energies and their close-up."),
+    "black_box": ("black_box.png",
+                  "SAVIGP's FG, MoG1 and MoG2 on a black-box likelihood: live ELBO, estimator variance, mixture components."),
 }
 
 _CSS = """

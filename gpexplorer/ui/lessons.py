@@ -24,7 +24,8 @@ from dataclasses import dataclass
 LESSONS_DIR = pathlib.Path(__file__).resolve().parent / "lessons"
 #: query keys of the lesson feature, which are not lab settings
 RESERVED_KEYS = ("lesson", "step", "presenter")
-LABS = {"sparse_regression": "Sparse regression lab", "linearized": "Linearised inference lab"}
+LABS = {"sparse_regression": "Sparse regression lab", "linearized": "Linearised inference lab",
+        "black_box": "Black-box inference lab"}
 
 
 class LessonError(ValueError):
@@ -60,6 +61,10 @@ def _settings_for(lab):
         from gpexplorer.ui.sparse import settings as cfg
 
         return cfg.LabSettings(), cfg.url_parameters() + ["inducing_inputs"]
+    if lab == "black_box":
+        from gpexplorer.ui.black_box import settings as cfg
+
+        return cfg.BlackBoxSettings(), cfg.url_parameters()
     from gpexplorer.ui.linearized import settings as cfg
 
     return cfg.LinearizedSettings(), cfg.url_parameters()

@@ -1,0 +1,205 @@
+"""The black-box lab's background work: fit one SAVIGP model per chosen posterior (FG, MoG1,
+MoG2), then read off what the views show, and the estimator variance against S.
+
+Everything here runs on the job's worker thread and returns plain numpy arrays and dicts: no
+Bokeh, no Panel. The inference is :class:`gpexplorer.models.SparseVariationalGP`'s and
+:func:`gpexplorer.variational.estimators.variance_curve`'s; this module only calls them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpexplorer import kernels, models
+from gpexplorer.variational import estimators
+
+#: sample sizes of the estimator-variance view (the page's S is added)
+VARIANCE_SIZES = (20, 50, 100, 300, 1000)
+VARIANCE_REPEATS = 8
+VARIANCE_ROWS = 100  # the curve is measured on at most this many training points
+Z_90 = 1.6448536269514722  # the 95 % quantile of N(0, 1): a central 90 % band
+
+
+@dataclass
+class PosteriorResult:
+    """What the views show of one fitted posterior (arrays over ``problem.grid`` for 1-D data,
+    over the test points otherwise)."""
+
+    posterior: str
+    trace: dict = field(default_factory=dict)  # iteration, elbo, ell, entropy, cross (lists)
+    f_mean: np.ndarray | None = None
+    f_var: np.ndarray | None = None
+    obs: dict = field(default_factory=dict)  # mean, lower, upper (the 90 % band) of the predictive
+    components: list = field(default_factory=list)  # per k: {"pi", "z", "mean", "sd"}
+    metrics: dict = field(default_factory=dict)
+    error: str | None = None
+    model: object = None
+
+
+class LiveTrace:
+    """The traces of a running fit, written by the worker and read by the page (lists only grow;
+    appends are atomic), one per posterior."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries = {}
+
+    def add(self, posterior, entry):
+        with self.lock:
+            self.entries.setdefault(posterior, []).append(_trace_row(entry))
+
+    def snapshot(self):
+        with self.lock:
+            return {p: list(rows) for p, rows in self.entries.items()}
+
+
+def _trace_row(entry):
+    t = entry.terms or {}
+    return (int(entry.iteration), -float(entry.objective), -float(t.get("neg_ell", np.nan)),
+            -float(t.get("neg_entropy", np.nan)), -float(t.get("neg_cross", np.nan)))
+
+
+def trace_columns(rows):
+    """Trace rows -> {"iteration", "elbo", "ell", "entropy", "cross"} lists (failed points dropped)."""
+    rows = [r for r in rows if np.isfinite(r[1])]
+    names = ("iteration", "elbo", "ell", "entropy", "cross")
+    return {n: [r[i] for r in rows] for i, n in enumerate(names)}
+
+
+def build_model(problem, posterior, options, seed=0):
+    """The SAVIGP model of one posterior on ``problem`` (``options``: settings.fit_options)."""
+    M = int(min(options["M"], problem.X.shape[0]))
+    kernel = kernels.SquaredExponential(variance=1.0, lengthscale=problem.lengthscale)
+    return models.SparseVariationalGP(problem.X, problem.Y, kernel=kernel, Z=M, likelihood=options["likelihood"],
+                                      likelihood_options=options["likelihood_options"], posterior=posterior,
+                                      estimator=options["estimator"], num_samples=options["num_samples"], seed=seed,
+                                      control_variate=options["control_variate"])
+
+
+def expected_iterations(options):
+    """A rough count of trace entries of one fit (for the progress bar)."""
+    return max(1, options["rounds"] * 3 * options["evals_per_block"] * 0.8)
+
+
+def fit_all(problem, posteriors, options, live=None, report=None, cancelled=lambda: False):
+    """Fit every posterior in turn; returns {"results": {posterior: PosteriorResult}, "variance":
+    the variance curve at the first fitted posterior's marginals (or None)}. ``report(fraction,
+    message)`` and ``cancelled()`` are the job's; a cancelled fit stops at its next iteration."""
+    live = live or LiveTrace()
+    results, n = {}, len(posteriors)
+    expected = expected_iterations(options)
+    for i, post in enumerate(posteriors):
+        counter = {"n": 0}
+
+        def callback(entry, post=post, i=i, counter=counter):
+            live.add(post, entry)
+            counter["n"] += 1
+            if report is not None:
+                report((i + min(0.95, counter["n"] / expected)) / (n + 0.3),
+                       f"fitting {post.upper()} ({i + 1} of {n}): iteration {entry.iteration}, "
+                       f"ELBO {-entry.objective:.4g}")
+            return bool(cancelled())
+
+        results[post] = fit_one(problem, post, options, callback)
+        if cancelled():
+            return None
+    if report is not None:
+        report(n / (n + 0.3), "estimator variance against S")
+    fitted = [r for r in results.values() if r.error is None]
+    curve = None
+    if fitted:
+        try:
+            curve = variance_against_samples(fitted[0].model, options["num_samples"])
+            curve["posterior"] = fitted[0].posterior
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError) as err:
+            curve = {"error": f"{type(err).__name__}: {err}"}
+    return {"results": results, "variance": curve}
+
+
+def fit_one(problem, posterior, options, callback=None):
+    """Fit one posterior and read off every view's arrays; a failure is kept as ``error``."""
+    out = PosteriorResult(posterior)
+    t0 = time.perf_counter()
+    try:
+        model = build_model(problem, posterior, options)
+        res = model.fit(max_iter=options["rounds"], method="block-lbfgs", evals_per_block=options["evals_per_block"],
+                        callback=callback)
+    except Exception as err:  # noqa: BLE001 - any failure (bad likelihood for the data, ...) is shown, not raised
+        out.error = f"{type(err).__name__}: {err}"
+        return out
+    seconds = time.perf_counter() - t0
+    out.model = model
+    out.trace = trace_columns([_trace_row(e) for e in res.trace])
+    try:
+        describe(out, model, problem)
+        out.metrics.update(metrics(model, problem, res, seconds))
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as err:
+        out.error = f"prediction failed: {type(err).__name__}: {err}"
+    return out
+
+
+def where(problem):
+    """The inputs the latent and predictive views are drawn at."""
+    return problem.grid[:, None] if problem.one_d else problem.X_test
+
+
+def describe(out, model, problem):
+    """Latent mean and variance, the predictive with its 90 % band and q(u)'s components."""
+    Xs = where(problem)
+    mean, var = model.predict_f(Xs)
+    out.f_mean, out.f_var = mean[:, 0], np.maximum(var[:, 0], 0.0)
+    sd = np.sqrt(out.f_var)
+    lik = model.likelihood
+    if problem.kind == "count" and getattr(lik, "name", "") == "poisson":
+        # intensity in events per year: exp(f + offset) per bin / bin width; the band from q(f*)'s
+        # moment-matched Gaussian (exact for FG and MoG1)
+        scale = lik.binsize * np.exp(lik.offset) / problem.extra.get("bin_years", 1.0)
+        out.obs = {"mean": scale * np.exp(out.f_mean + 0.5 * out.f_var), "lower": scale * np.exp(out.f_mean - Z_90 * sd),
+                   "upper": scale * np.exp(out.f_mean + Z_90 * sd)}
+    elif problem.kind == "binary" and getattr(lik, "name", "").startswith("bernoulli"):
+        p = model.predict_class_probabilities(Xs)[:, 1]
+        out.obs = {"mean": p, "lower": p, "upper": p}
+    else:
+        ym, yv = model.predict_y(Xs)
+        ysd = np.sqrt(np.maximum(yv[:, 0], 0.0))
+        out.obs = {"mean": ym[:, 0], "lower": ym[:, 0] - Z_90 * ysd, "upper": ym[:, 0] + Z_90 * ysd}
+    post = model.posterior
+    z = np.asarray(model.features[0].Z, float)
+    z = z[:, 0] if problem.one_d else np.arange(len(z), dtype=float)
+    pi = post.pi
+    for k in range(post.K):
+        var_k = np.diag(post.covariance(k, 0))
+        out.components.append({"pi": float(pi[k]), "z": z, "mean": post.means[0][k],
+                               "sd": np.sqrt(np.maximum(var_k, 0.0))})
+
+
+def metrics(model, problem, res, seconds):
+    """ELBO, NLPD, error rate (classification) or SSE (else), fit time."""
+    out = {"elbo": -float(res.objective), "seconds": float(seconds), "iterations": len(res.trace) - 1,
+           "stopped": bool(res.details.get("stopped"))}
+    out["nlpd"] = model.nlpd(problem.X_test, problem.Y_test)
+    if problem.kind == "binary" and getattr(model.likelihood, "name", "").startswith("bernoulli"):
+        out["error_rate"] = model.error_rate(problem.X_test, problem.Y_test)
+    else:
+        out["sse"] = model.sse(problem.X_test, problem.Y_test)
+    return out
+
+
+def variance_against_samples(model, num_samples, seed=0):
+    """The variance of the ELL gradient estimators against S at ``model``'s fitted marginals:
+    score with and without the control variate, and reparameterisation (when the likelihood
+    has df), on at most VARIANCE_ROWS training points."""
+    rows = np.linspace(0, model.X.shape[0] - 1, min(VARIANCE_ROWS, model.X.shape[0])).astype(int)
+    pi, means, var = model.predict_components(model.X[rows])
+    sizes = sorted(set(VARIANCE_SIZES) | {int(num_samples)})
+    sizes = [s for s in sizes if s >= 20]  # the control variate holds out 10 %, at least 2 samples
+    pairs = [("score", False), ("score", True)]
+    if hasattr(model.likelihood, "dlog_density_df"):
+        pairs.append(("reparam", False))
+    curve = estimators.variance_curve(model.likelihood, means, np.maximum(var, 1e-12), model.Y[rows], sizes,
+                                      n_repeats=VARIANCE_REPEATS, seed=seed, estimators=tuple(pairs))
+    return curve

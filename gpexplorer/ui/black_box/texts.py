@@ -1,0 +1,100 @@
+"""Texts of the black-box lab: one short explanation per view and the HTML readouts (metrics
+table, data note, badges). Plain HTML, no TeX.
+
+Stable element ids for the tests: ``metrics-table`` (rows ``data-posterior``), ``data-note``,
+``badges``, ``job-status``, ``upload-error`` / ``upload-ok``.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from gpexplorer.ui.black_box.settings import LABELS, POSTERIORS
+from gpexplorer.ui.markup import STYLE, status_html, upload_html
+
+__all__ = ["EXPLAIN", "INTRO", "metrics_html", "note_html", "badges_html", "status_html", "upload_html"]
+
+INTRO = (
+    "<b>Black-box inference</b> (SAVIGP, Dezfouli &amp; Bonilla 2015): a sparse GP whose likelihood is only "
+    "ever <i>evaluated</i>, fitted by maximising the ELBO with q(u) a full Gaussian (FG) or a mixture of one or "
+    "two diagonal Gaussians (MoG1, MoG2). The expected log likelihood is estimated by the score function "
+    "(black box: no derivative of the likelihood), the reparameterisation trick, or quadrature. Press "
+    "<i>Fit</i> after changing a setting; the fit runs in the background (progress and Cancel in the sidebar).")
+
+EXPLAIN = {
+    "latent": (
+        "<b>Latent posterior.</b> Each approximation's q(f*) (mean and 2 sd). For 1-D data over x (dashed: a "
+        "toy's true f); for N-D data per test point, ordered by the first shown posterior's mean. FG keeps "
+        "correlations between inducing values; MoG's diagonal components do not, which shows as a narrower "
+        "or a wigglier band."),
+    "observation": (
+        "<b>Observation space.</b> Coal mining: the intensity exp(f + offset) per year with its central 90 % "
+        "band (from q(f*)'s moment-matched Gaussian) over counts per year of each bin. Classification: "
+        "p(y = 1) = E_q[sigmoid(f*)]. Regression: y* with its 90 % band."),
+    "elbo": (
+        "<b>ELBO</b> over the L-BFGS iterations of the block optimiser (q(u), then the hyperparameters and "
+        "inducing inputs, then likelihood parameters, each round), drawn live while fitting. Below, its three "
+        "terms: the expected log likelihood (what the estimator estimates), the entropy of q(u) (exact for "
+        "FG and MoG1, the Jensen bound for MoG2) and the cross term. ELBO = ELL + entropy + cross."),
+    "variance": (
+        "<b>Estimator variance</b> of the gradient of the expected log likelihood against S, measured over "
+        "8 seeds at the first posterior's fitted marginals. Log-log: every line falls as 1/S; the control "
+        "variate moves the score function's line down (fewer samples for the same precision); "
+        "reparameterisation, when the likelihood has a derivative, is lower still. Dotted: the page's S."),
+    "components": (
+        "<b>q(u)</b> at the inducing inputs: each component's mean with 2 sd bars (FG: the diagonal of its "
+        "full covariance). MoG2 has two components (circle, triangle; dot size grows with the weight pi_k): "
+        "where they agree, the mixture is effectively unimodal."),
+    "metrics": (
+        "<b>Metrics</b>: the ELBO at the end of the fit, the mean negative log predictive density (NLPD) and "
+        "the error rate (classification) or standardised squared error SSE (counts, regression) on the test "
+        "points named above, and the fit's wall time."),
+}
+
+
+def _num(v, fmt="{:.4g}"):
+    return "n/a" if v is None or not np.isfinite(v) else fmt.format(v)
+
+
+def metrics_html(results, shown, test_label, stale=False):
+    """Per shown posterior: ELBO, NLPD, error rate or SSE, iterations and fit time."""
+    head = (f"<tr><th></th><th>ELBO</th><th>NLPD ({html.escape(test_label)})</th><th>error rate / SSE</th>"
+            "<th>iterations</th><th>fit time (s)</th></tr>")
+    rows = []
+    for p in POSTERIORS.values():
+        if p not in shown:
+            continue
+        r = results.get(p)
+        if r is None:
+            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=5 style="text-align:left">'
+                        "not fitted yet</td></tr>")
+            continue
+        if r.error is not None:
+            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=5 style="text-align:left">'
+                        f"failed: {html.escape(r.error)}</td></tr>")
+            continue
+        m = r.metrics
+        err = (f"{_num(m['error_rate'], '{:.1%}')} error" if "error_rate" in m else f"{_num(m.get('sse'))} SSE")
+        rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td>{_num(m.get("elbo"), "{:.2f}")}</td>'
+                    f"<td>{_num(m.get('nlpd'))}</td><td>{err}</td><td>{m.get('iterations', 'n/a')}</td>"
+                    f"<td>{_num(m.get('seconds'), '{:.2f}')}</td></tr>")
+    stale_note = ('<div style="color:#8a6d00">The settings changed since this fit: press <i>Fit</i>.</div>'
+                  if stale else "")
+    return (f'{STYLE}<table id="metrics-table" class="gpx-table" data-stale="{str(bool(stale)).lower()}">{head}'
+            f'{"".join(rows)}</table>{stale_note}')
+
+
+def note_html(problem, likelihood=None):
+    """What data set is shown and what was done to it."""
+    if problem is None:
+        return '<div id="data-note">No data set loaded.</div>'
+    lik = f" Likelihood: <b>{html.escape(likelihood)}</b>." if likelihood else ""
+    return f'<div id="data-note" style="font-size:0.9em">{html.escape(problem.note)}{lik}</div>'
+
+
+def badges_html(problems):
+    """Warnings and errors above the views (``#badges``; empty when all is well)."""
+    items = "".join(f'<div class="gpx-badge failure" data-kind="error">{html.escape(p)}</div>' for p in problems if p)
+    return f'{STYLE}<div id="badges">{items}</div>'
