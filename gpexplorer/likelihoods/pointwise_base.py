@@ -208,6 +208,15 @@ class PointwiseLikelihood:
         F, y = self._pair(F, Y)
         return self._dlog_dparams(F, y) if self.param_layout else {}
 
+    def log_density_terms(self, F, y, slope=True, params=True):
+        """(log p (..., N), d log p / df (..., N, Q) or None, {name: d log p / d theta}) at once, on
+        arrays already checked: F (..., N, Q) finite, y = ``validate(Y)[:, 0]``. No input checks
+        (the estimators' fast path validates Y once and its moments once); subclasses override it
+        to share work between the three (one exp for the logit's value and slope)."""
+        lp = self._log_density(F, y)
+        g = self._dlog_df(F, y) if slope else None
+        return lp, g, (self._dlog_dparams(F, y) if params and self.param_layout else {})
+
     def sample(self, F, rng=None):
         """Draws y ~ p(y | f) for F (..., N, Q) -> (..., N, 1); ``rng`` a numpy Generator (or a seed)."""
         F = self._latent(F)

@@ -16,6 +16,7 @@ i.e. the exact derivatives of the quadrature sum (so they agree with its finite 
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -41,10 +42,21 @@ def gauss_hermite(n):
 
 
 def product_rule(n, Q):
-    """Product Gauss-Hermite rule for E_{N(0, I_Q)}: nodes (n**Q, Q), weights (n**Q,)."""
+    """Product Gauss-Hermite rule for E_{N(0, I_Q)}: nodes (n**Q, Q), weights (n**Q,) (fresh
+    copies of a cached rule: building it costs more than the sums it serves)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        gauss_hermite(n)  # raises its ValueError
+    nodes, weights = _cached_rule(int(n), int(Q))
+    return nodes.copy(), weights.copy()
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_rule(n, Q):
     x, w = gauss_hermite(n)
     nodes = np.array(list(itertools.product(x, repeat=Q)), dtype=float).reshape(-1, Q)
     weights = np.prod(np.array(list(itertools.product(w, repeat=Q)), dtype=float).reshape(-1, Q), axis=1)
+    nodes.flags.writeable = False
+    weights.flags.writeable = False
     return nodes, weights
 
 

@@ -15,6 +15,11 @@ inducing-feature parameters (natural scale, as ``kernel.params`` / ``feature.par
 :func:`gpexplorer.covariances.gradients` and ``kernel.grad_params_diag``) and the likelihood's
 parameters (natural scale). With the score estimator the gradient is the (unbiased) score
 estimate, not the derivative of the returned Monte Carlo value.
+
+:func:`elbo` takes the fast paths of :mod:`.marginals` (Kuu^-1 formed once, GEMMs shaped by the
+family), :mod:`.estimators` (the likelihood evaluated once per node or sample) and hands Kuu^-1
+to the cross term; :func:`elbo_reference` is the same ELBO by the plain paths, kept as the
+reference the tests compare it against.
 """
 
 from __future__ import annotations
@@ -48,8 +53,9 @@ def _as_list(obj, Q, what):
     return items
 
 
-def marginal_moments(X, kernels, features, posterior, jitter=1e-6):
-    """(list of :class:`marginals.LatentMarginals`, b (K, N, Q), sigma^2 (K, N, Q))."""
+def marginal_moments(X, kernels, features, posterior, jitter=1e-6, *, reference=False):
+    """(list of :class:`marginals.LatentMarginals`, b (K, N, Q), sigma^2 (K, N, Q));
+    ``reference``: by :func:`marginals.forward_reference`."""
     X = as_inputs(X)
     Q = posterior.Q
     kernels, features = _as_list(kernels, Q, "kernels"), _as_list(features, Q, "features")
@@ -60,7 +66,12 @@ def marginal_moments(X, kernels, features, posterior, jitter=1e-6):
         if len(features[j]) != posterior.sizes[j]:
             raise ValueError(f"latent {j} has {len(features[j])} inducing variables but the posterior "
                              f"expects {posterior.sizes[j]}")
-        lats.append(marginals.forward(kernels[j], features[j], X, posterior, j, jitter))
+        if reference:
+            Kuu, Kuf, kdiag = marginals.covariance_blocks(kernels[j], features[j], X)
+            lats.append(marginals.forward_reference(Kuu, Kuf, kdiag, posterior.means[j],
+                                                    lambda A, j=j: posterior.S_times(j, A), jitter))
+        else:
+            lats.append(marginals.forward(kernels[j], features[j], X, posterior, j, jitter))
     b = np.stack([lat.mean for lat in lats], axis=-1)
     var = np.stack([lat.var for lat in lats], axis=-1)
     return lats, b, var
@@ -75,6 +86,19 @@ def elbo(X, Y, kernels, features, likelihood, posterior, *, estimator="quadratur
     "score" with ``eps`` (S, N, Q) reused if given (else ``num_samples`` draws from ``seed``).
     ``grads`` = {"posterior": (P,), "kernels": [dict], "features": [dict], "likelihood": dict}.
     """
+    return _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_samples, seed, n_points,
+                 control_variate, jitter, eval_gradient, False)
+
+
+def elbo_reference(X, Y, kernels, features, likelihood, posterior, *, estimator="quadrature", eps=None,
+                   num_samples=2000, seed=0, n_points=None, control_variate=False, jitter=1e-6, eval_gradient=False):
+    """:func:`elbo` by the plain paths (Cholesky solves, every likelihood call checked)."""
+    return _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_samples, seed, n_points,
+                 control_variate, jitter, eval_gradient, True)
+
+
+def _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_samples, seed, n_points,
+          control_variate, jitter, eval_gradient, reference):
     X = as_inputs(X)
     Y = likelihood.validate(Y)
     if X.shape[0] != Y.shape[0]:
@@ -83,14 +107,15 @@ def elbo(X, Y, kernels, features, likelihood, posterior, *, estimator="quadratur
     if likelihood.n_latent != Q:
         raise ValueError(f"the likelihood needs {likelihood.n_latent} latent function(s); the posterior has {Q}")
     kernels, features = _as_list(kernels, Q, "kernels"), _as_list(features, Q, "features")
-    lats, b, var = marginal_moments(X, kernels, features, posterior, jitter)
-    est = estimators.estimate(likelihood, b, np.maximum(var, MIN_VARIANCE), Y, estimator, eps=eps,
-                              num_samples=num_samples, seed=seed, n_points=n_points,
-                              control_variate=control_variate)
+    lats, b, var = marginal_moments(X, kernels, features, posterior, jitter, reference=reference)
+    estimate = estimators.estimate_reference if reference else estimators.estimate
+    est = estimate(likelihood, b, np.maximum(var, MIN_VARIANCE), Y, estimator, eps=eps, num_samples=num_samples,
+                   seed=seed, n_points=n_points, control_variate=control_variate)
     pi = posterior.pi
     ell = float(pi @ est.value.sum(axis=1))
     ent, d_ent = posterior.entropy()
-    cross, d_cross, dKuu_cross = posterior.cross_term([lat.L for lat in lats])
+    inverses = None if reference else [lat.Kinv for lat in lats]
+    cross, d_cross, dKuu_cross = posterior.cross_term([lat.L for lat in lats], inverses)
     result = ElboResult(value=ell + ent + cross, terms={"ell": ell, "entropy": ent, "cross": cross},
                         entropy_kind=posterior.entropy_kind, estimate=est, latents=lats,
                         jitter_used=[lat.jitter_used for lat in lats])
@@ -101,7 +126,8 @@ def elbo(X, Y, kernels, features, likelihood, posterior, *, estimator="quadratur
     means = posterior.means
     dm, dS, g_kernels, g_features = [], [], [], []
     for j, lat in enumerate(lats):
-        dmj, dSj, dKuu, dKuf, dkdiag = marginals.backward(lat, means[j], posterior.diagonal, gb[:, :, j], gv[:, :, j])
+        back = marginals.backward_reference if reference else marginals.backward
+        dmj, dSj, dKuu, dKuf, dkdiag = back(lat, means[j], posterior.diagonal, gb[:, :, j], gv[:, :, j])
         dm.append(dmj)
         dS.append(dSj)
         gk, gf = marginals.parameter_gradients(kernels[j], features[j], X, lat, dKuu + dKuu_cross[j], dKuf, dkdiag)
@@ -122,4 +148,4 @@ def mixture_moments(pi, means, variances):
     return mean, np.maximum(var, 0.0)
 
 
-__all__ = ["ElboResult", "MIN_VARIANCE", "elbo", "marginal_moments", "mixture_moments"]
+__all__ = ["ElboResult", "MIN_VARIANCE", "elbo", "elbo_reference", "marginal_moments", "mixture_moments"]

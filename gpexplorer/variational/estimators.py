@@ -25,6 +25,19 @@ them behind one interface:
 Likelihood-parameter derivatives are E[d logp / d theta] (same samples / nodes) in every mode.
 Each evaluation reports the Monte Carlo variance of its estimates (``Estimate.report``).
 :func:`estimator_variance` and :func:`variance_curve` measure it over repeated seeds.
+
+Fast path: for a :class:`~gpexplorer.likelihoods.pointwise_base.PointwiseLikelihood` (public
+evaluation methods not overridden) the nodes or samples go through in cache-sized row blocks,
+the likelihood is evaluated once per point, and the sums over the nodes / samples are
+accumulated block by block. Quadrature and reparameterised: the unchecked ``log_density_terms``
+(value, slope and parameter derivatives sharing their work; Y validated once per call), weighted
+sums as matrix-vector products. Score: f and log p once per sample (not twice), by the checked
+``log_density`` per block (no slope is needed; parameter derivatives only for a likelihood with
+parameters); without control variate only the running sums of l, l^2, l eps, (l eps)^2,
+l (eps^2 - 1) and its square are kept, so no (S, N) temporary outlives its block; with it, log p
+is stored once and reused by the held-out coefficient. Other likelihoods
+(duck-typed objects) take the plain path, :func:`estimate_reference`, which the tests compare the
+fast path against.
 """
 
 from __future__ import annotations
@@ -34,12 +47,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpexplorer.likelihoods import quadrature
+from gpexplorer.likelihoods.pointwise_base import PointwiseLikelihood
 
 METHODS = ("quadrature", "reparam", "score")
 #: Gauss-Hermite points per latent by Q (n^Q nodes in all)
 DEFAULT_POINTS = {1: 20, 2: 20, 3: 10}
 #: largest (nodes x N x Q) block evaluated at once
 BLOCK = 2_000_000
+#: rows (nodes or samples) x N x Q per block on the fast path: the temporaries stay in cache
+FAST_BLOCK = 32_768
 
 
 @dataclass
@@ -112,11 +128,13 @@ def _moments(lik, bk, sk, x, w, Y, need_df=True):
     return acc
 
 
-def _score(lik, bk, sk, eps, Y, control_variate, holdout):
-    """The score-function estimates of (d/db, d/dsigma^2) and their variances for one component."""
+def _score(lik, bk, sk, eps, Y, control_variate, holdout, lp=None):
+    """The score-function estimates of (d/db, d/dsigma^2) and their variances for one component
+    (``lp`` (S, N): log p at f = b + sigma eps when already evaluated)."""
     S = eps.shape[0]
-    F = bk[None] + sk[None] * eps
-    lp = lik.log_density(F, Y)[..., None]  # (S, N, 1)
+    if lp is None:
+        lp = lik.log_density(bk[None] + sk[None] * eps, Y)
+    lp = lp[..., None]  # (S, N, 1)
     out, var_out = [], []
     for h in (eps / sk[None], (eps ** 2 - 1.0) / (2.0 * sk[None] ** 2)):
         g = lp * h
@@ -133,6 +151,94 @@ def _score(lik, bk, sk, eps, Y, control_variate, holdout):
     return out, var_out
 
 
+def _fast_terms(lik):
+    """The likelihood's unchecked ``log_density_terms`` if the fast path applies, else None."""
+    if not isinstance(lik, PointwiseLikelihood):
+        return None
+    cls = type(lik)
+    if any(getattr(cls, n) is not getattr(PointwiseLikelihood, n)
+           for n in ("log_density", "dlog_density_df", "dlog_density_dparams")):
+        return None
+    return lik.log_density_terms
+
+
+def _accumulate(acc, name, value):
+    acc[name] = value if name not in acc else acc[name] + value
+
+
+def _fast_moments(terms, bk, sk, x, w, y, squares):
+    """:func:`_moments` on the fast path (module docstring); x (P, N or 1, Q)."""
+    P, (N, Q) = x.shape[0], bk.shape
+    step = max(1, FAST_BLOCK // max(1, bk.size))
+    sums, sq, shapes = {}, {}, {"value": (N,), "dmean": (N, Q), "dvar": (N, Q)}
+    for i in range(0, P, step):
+        xi, wi = x[i:i + step], w[i:i + step]
+        lp, g, dp = terms(bk + sk * xi, y, True, True)
+        parts = {"value": lp, "dmean": g, **{"p:" + n: d for n, d in dp.items()}}
+        if squares or xi.shape[1] != 1:
+            parts["dvar"] = g * xi
+        else:  # quadrature nodes (P, 1, Q): the node weights fold into the weighted sum
+            wx = wi[:, None] * xi[:, 0, :]
+            dv = (wx[:, 0] @ g.reshape(g.shape[0], -1)) if Q == 1 else np.einsum("pq,pnq->nq", wx, g).reshape(-1)
+            _accumulate(sums, "dvar", dv)
+        for name, a in parts.items():
+            shapes.setdefault(name, a.shape[1:])
+            a = a.reshape(a.shape[0], -1)
+            _accumulate(sums, name, wi @ a)
+            if squares and name in ("value", "dmean", "dvar"):
+                _accumulate(sq, name, wi @ (a * a))
+    for acc, power in ((sums, 1), (sq, 2)):
+        for name in acc:
+            acc[name] = acc[name].reshape(shapes[name])
+        if "dvar" in acc:
+            acc["dvar"] = acc["dvar"] / (2.0 * sk) ** power
+    return sums, sq
+
+
+def _checked_log_density(lik, Y):
+    """(F, y, slope, params) -> the terms by the likelihood's checked public methods (Y is
+    validated in each call: a few microseconds per block): the score estimator never needs the
+    slope, and a likelihood without parameters is not asked for their derivatives."""
+    def terms(F, y, slope, params):
+        return lik.log_density(F, Y), None, (lik.dlog_density_dparams(F, Y) if params and lik.param_layout else {})
+
+    return terms
+
+
+def _fast_score(terms, bk, sk, eps, y, lp_out):
+    """The score estimator's :func:`_moments` part (value, parameter derivatives) and, unless
+    ``lp_out`` is given (the control variate: log p is stored there for :func:`_score`), its
+    (d/db, d/dsigma^2) and their variances from running sums over the samples."""
+    S, (N, Q) = eps.shape[0], bk.shape
+    step = max(1, FAST_BLOCK // max(1, bk.size))
+    acc = {}
+    for i in range(0, S, step):
+        e = eps[i:i + step]
+        lp, _, dp = terms(bk + sk * e, y, False, True)
+        _accumulate(acc, "value", lp.sum(axis=0))
+        _accumulate(acc, "value2", np.einsum("sn,sn->n", lp, lp))
+        for name, d in dp.items():
+            _accumulate(acc, "p:" + name, d.sum(axis=0))
+        if lp_out is not None:
+            lp_out[i:i + step] = lp
+            continue
+        le = lp[..., None] * e  # l eps
+        lq = le * e - lp[..., None]  # l (eps^2 - 1)
+        for name, a in (("le", le), ("lq", lq)):
+            _accumulate(acc, name, a.sum(axis=0))
+            _accumulate(acc, name + "2", np.einsum("snq,snq->nq", a, a))
+    sums = {n: v / S for n, v in acc.items() if n == "value" or n.startswith("p:")}
+    sq = {"value": acc["value2"] / S}
+    if lp_out is not None:
+        return sums, sq, None
+    out, var_out = [], []
+    for name, scale in (("le", sk), ("lq", 2.0 * sk ** 2)):
+        total, total2 = acc[name], acc[name + "2"]
+        out.append(total / (S * scale))
+        var_out.append(np.maximum(total2 - total ** 2 / S, 0.0) / (S - 1) / scale ** 2 / S)
+    return sums, sq, (out, var_out)
+
+
 def estimate(lik, b, var, Y, method="quadrature", *, eps=None, num_samples=2000, seed=0, n_points=None,
              control_variate=False, holdout=0.1):
     """ell_kn = E_{q_k(f_n.)}[log p(y_n | f_n.)] and its derivatives (eq. 12, 13, 17).
@@ -141,6 +247,17 @@ def estimate(lik, b, var, Y, method="quadrature", *, eps=None, num_samples=2000,
     ``eps``: (S, N, Q) standard normal draws to reuse (else ``num_samples`` drawn with ``seed``).
     Returns an :class:`Estimate`.
     """
+    return _estimate(lik, b, var, Y, method, eps, num_samples, seed, n_points, control_variate, holdout, True)
+
+
+def estimate_reference(lik, b, var, Y, method="quadrature", *, eps=None, num_samples=2000, seed=0, n_points=None,
+                       control_variate=False, holdout=0.1):
+    """:func:`estimate` by the plain path (every likelihood call checked, f formed per call): the
+    reference the fast path is tested against."""
+    return _estimate(lik, b, var, Y, method, eps, num_samples, seed, n_points, control_variate, holdout, False)
+
+
+def _estimate(lik, b, var, Y, method, eps, num_samples, seed, n_points, control_variate, holdout, fast):
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     if control_variate and method != "score":
@@ -169,8 +286,18 @@ def estimate(lik, b, var, Y, method="quadrature", *, eps=None, num_samples=2000,
     dvar = np.empty((K, N, Q))
     dparams = {}
     report = {n: np.zeros_like(a) for n, a in (("value", value), ("dmean", dmean), ("dvar", dvar))}
+    terms = _fast_terms(lik) if fast else None
     for k in range(K):
-        sums, sq = _moments(lik, b[k], sd[k], x, w, Y, need_df=method != "score")
+        sums = scored = lp = None
+        if terms is not None and method != "score":
+            sums, sq = _fast_moments(terms, b[k], sd[k], x, w, Y[:, 0], squares=method != "quadrature")
+        elif terms is not None:
+            lp = np.empty((S, N)) if control_variate else None
+            sums, sq, scored = _fast_score(_checked_log_density(lik, Y), b[k], sd[k], eps, Y[:, 0], lp)
+        if sums is None or not all(np.all(np.isfinite(a)) for a in sums.values()):
+            # the plain path: also where it raises for non-finite f (or gives the same non-finite sums)
+            sums, sq = _moments(lik, b[k], sd[k], x, w, Y, need_df=method != "score")
+            scored = lp = None
         value[k] = sums["value"]
         if method != "score":
             dmean[k], dvar[k] = sums["dmean"], sums["dvar"]
@@ -181,8 +308,9 @@ def estimate(lik, b, var, Y, method="quadrature", *, eps=None, num_samples=2000,
             for n in sq:
                 report[n][k] = np.maximum(sq[n] - sums[n] ** 2, 0.0) * S / (S - 1) / S
         if method == "score":
-            (dmean[k], dvar[k]), (report["dmean"][k], report["dvar"][k]) = _score(
-                lik, b[k], sd[k], eps, Y, control_variate, holdout)
+            if scored is None:
+                scored = _score(lik, b[k], sd[k], eps, Y, control_variate, holdout, lp)
+            (dmean[k], dvar[k]), (report["dmean"][k], report["dvar"][k]) = scored
     dparams = {n: np.stack(v) for n, v in dparams.items()}
     return Estimate(value=value, dmean=dmean, dvar=dvar, dparams=dparams, report=report, method=method,
                     num_samples=int(S))
@@ -225,5 +353,5 @@ def variance_curve(lik, b, var, Y, sample_sizes, n_repeats=20, seed=0,
     return out
 
 
-__all__ = ["Estimate", "METHODS", "draw_eps", "estimate", "estimator_variance", "gauss_hermite_grid",
-           "variance_curve"]
+__all__ = ["Estimate", "METHODS", "draw_eps", "estimate", "estimate_reference", "estimator_variance",
+           "gauss_hermite_grid", "variance_curve"]

@@ -21,6 +21,8 @@ S_kj = Kuu_j (L_j = chol Kuu_j, s_kj = diag Kuu_j), which makes q(u) = p(u) for 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from gpexplorer.linalg import inv_from_cholesky
@@ -122,11 +124,11 @@ class VariationalPosterior:
         return np.array([np.sum(Kinv * self.covariance(k, j)) for k in range(self.K)])
 
     # terms -------------------------------------------------------------------------------------
-    def cross_term(self, kuu_choleskys):
+    def cross_term(self, kuu_choleskys, kuu_inverses=None):
         """E_q[log p(u)] (eq. 20) with p(u_j) = N(0, Kuu_j), Kuu_j = L_j L_j^T.
 
         Returns (value, d/dfree, [d/dKuu_j]); -1/2 sum_k pi_k sum_j [M_j log 2pi + log|Kuu_j|
-        + m_kj^T Kuu_j^-1 m_kj + tr(Kuu_j^-1 S_kj)]."""
+        + m_kj^T Kuu_j^-1 m_kj + tr(Kuu_j^-1 S_kj)]. ``kuu_inverses``: the Kuu_j^-1 if known."""
         if len(kuu_choleskys) != self.Q:
             raise ValueError(f"cross_term needs {self.Q} Cholesky factors (one per latent); got {len(kuu_choleskys)}")
         pi = self.pi
@@ -135,7 +137,7 @@ class VariationalPosterior:
         for j, (L, mj) in enumerate(zip(kuu_choleskys, self.means)):
             if L.shape != (self.sizes[j], self.sizes[j]):
                 raise ValueError(f"Kuu of latent {j} must be ({self.sizes[j]}, {self.sizes[j]}); got {L.shape}")
-            Kinv = inv_from_cholesky(L)
+            Kinv = inv_from_cholesky(L) if kuu_inverses is None else kuu_inverses[j]
             logdet = 2.0 * np.sum(np.log(np.diag(L)))
             alpha = mj @ Kinv  # (K, M): rows Kuu^-1 m_kj
             quad = np.einsum("km,km->k", alpha, mj)
@@ -194,24 +196,35 @@ class FullGaussian(VariationalPosterior):
 
     def factor(self, j):
         """L_j, the lower-triangular (M_j, M_j) factor of S_j."""
+        return self._factor(j).copy()
+
+    def _factor(self, j):
+        """L_j built once per free vector: cached (read-only) with the entries it came from."""
         m = self.sizes[j]
-        sl = list(self._blocks())[j][1]
+        block = self.free[list(self._blocks())[j][1]]
+        cache = self.__dict__.setdefault("_factors", {})  # shared by copies: checked by content
+        hit = cache.get(j)
+        if hit is not None and np.array_equal(hit[0], block):
+            return hit[1]
         L = np.zeros((m, m))
-        L[np.tril_indices(m)] = self.free[sl]
-        d = np.arange(m)
-        L[d, d] = np.exp(L[d, d])
+        flat = L.reshape(-1)
+        flat[_tril_flat(m)] = block
+        d = np.arange(m) * (m + 1)
+        flat[d] = np.exp(flat[d])
+        L.flags.writeable = False
+        cache[j] = (block.copy(), L)
         return L
 
     def covariance(self, k, j):
-        L = self.factor(j)
+        L = self._factor(j)
         return L @ L.T
 
     def S_times(self, j, A):
-        L = self.factor(j)
+        L = self._factor(j)
         return ((A @ L) @ L.T)[None]
 
     def trace_with(self, j, Kinv):
-        L = self.factor(j)
+        L = self._factor(j)
         return np.array([np.sum(L * (Kinv @ L))])
 
     def entropy(self):
@@ -229,12 +242,12 @@ class FullGaussian(VariationalPosterior):
         g = np.zeros(self.num_free)
         for j, (sm, sl) in enumerate(self._blocks()):
             g[sm] = np.asarray(dm[j]).reshape(-1)
-            L = self.factor(j)
+            L = self._factor(j)
             G = np.asarray(dS[j])
             G = np.diag(G[0]) if G.ndim == 2 else G[0]
             dL = (G + G.T) @ L
-            dL[np.diag_indices_from(dL)] *= np.diag(L)  # log-diagonal
-            g[sl] = dL[np.tril_indices(self.sizes[j])]
+            g[sl] = dL.reshape(-1)[_tril_flat(self.sizes[j])]
+            g[sl.start + _diag_positions(self.sizes[j])] *= np.diag(L)  # log-diagonal
         return g
 
     def _set_identity(self):
@@ -264,6 +277,15 @@ class FullGaussian(VariationalPosterior):
             L[d, d] = np.log(L[d, d])
             self.free[sl] = L[np.tril_indices(self.sizes[j])]
         return self
+
+
+@functools.lru_cache(maxsize=64)
+def _tril_flat(m):
+    """Flat (row-major) positions of np.tril_indices(m) in an (m, m) array."""
+    r, c = np.tril_indices(m)
+    out = r * m + c
+    out.flags.writeable = False
+    return out
 
 
 def _diag_positions(m):
