@@ -1,5 +1,7 @@
 """Smoke test of tests/benchmarks/bench_savigp.py on a tiny case: it runs and its tables are well
-formed; nothing is timed against a target. GPflow's part is skipped where its venv is missing."""
+formed, the score estimator's split is a proper one (shares in [0, 100] % summing to 100 %), and
+gpexplorer's ELBO and gradients equal GPflow's SVGP's; nothing is timed against a target. Only the
+GPflow part is skipped, and only where its venv is missing."""
 
 import importlib.util
 import math
@@ -38,6 +40,36 @@ def _table_rows(text, header_start):
     return rows
 
 
+def _check_score_split(score):
+    """The score estimator's split: sampling, likelihood and rest each in [0, 100] % and summing to
+    100 % within 1 %; the sub-rows ("  of which") within their stage; every evaluation's stages >= 0."""
+    shares = [score[k] for k in ("sampling_share", "likelihood_share", "rest_share")]
+    assert all(0.0 <= s <= 1.0 for s in shares), shares
+    assert abs(sum(shares) - 1.0) <= 0.01, shares
+    top_level = [q for q in score["split"] if not q["part"].startswith("  ")]
+    assert len(top_level) == 3 and [q["share"] for q in top_level] == pytest.approx(shares)
+    by_key = {q["key"]: q["share"] for q in score["split"]}
+    assert by_key["log_p"] + by_key["checks"] == pytest.approx(by_key["likelihood"])
+    assert by_key["sums"] + by_key["outside"] == pytest.approx(by_key["rest"])
+    assert all(0.0 <= q["share"] <= 1.0 and q["ms"] >= 0.0 for q in score["split"])
+    for row in score["per_eval_ms"]:
+        assert min(row[k] for k in ("sampling", "likelihood", "log_p", "checks", "sums", "outside")) >= 0.0, row
+        assert row["sampling"] + row["likelihood"] + row["rest"] == pytest.approx(row["total"], rel=1e-9)
+
+
+def test_score_split_restores_the_estimator_and_the_likelihood(bench):
+    """The split's wrappers are gone afterwards, and it refuses a run that bypasses the fast path."""
+    model = bench.gpexplorer_model(bench.make_problem(40, 5), estimator="score", num_samples=30)
+    original = bench.estimators._fast_score
+    rows = bench.score_split(model, bench.local_side(model).call, 2)
+    assert len(rows) == 2 and bench.estimators._fast_score is original
+    assert not {"log_density", "dlog_density_dparams", "_log_density"} & set(vars(model.likelihood))
+    assert all(r["likelihood"] > 0.0 and r["sampling"] > 0.0 for r in rows)
+    with pytest.raises(RuntimeError, match="fast path"):
+        bench.score_split(model, lambda i: None, 1)
+    assert bench.estimators._fast_score is original and "log_density" not in vars(model.likelihood)
+
+
 def test_problem_and_posterior_are_set_exactly(bench):
     p = bench.make_problem(40, 5)
     assert set(np.unique(p["Y"])) <= {0.0, 1.0} and p["Z"].shape == (5, bench.D)
@@ -57,8 +89,7 @@ def test_gpexplorer_cells_and_score_section_on_tiny_case(bench):
         score = bench.score_section(40, 5, 50, calls=2, **TINY)
     assert cell["sides"]["gpexplorer"]["min"] > 0.0 and math.isfinite(cell["elbo"])
     assert sum(q["share"] for q in prof["parts"] if not q["part"].startswith("  ")) == pytest.approx(1.0)
-    top_level = [q for q in score["split"] if not q["part"].startswith("  ")]
-    assert sum(q["share"] for q in top_level) == pytest.approx(1.0)
+    _check_score_split(score)
     assert 0.0 < score["likelihood_share"] < 1.0 and score["time"]["min"] > 0.0
     results = {"quick": True, "rounds": 1, "block_seconds": 0.005, "environment": bench.bench_sparse.environment(),
                "load_average_start": [0.0, 0.0, 0.0], "load_average_end": [0.0, 0.0, 0.0], "gpflow_ran": False,
@@ -66,7 +97,10 @@ def test_gpexplorer_cells_and_score_section_on_tiny_case(bench):
     text = bench.format_markdown(results)
     rows = _table_rows(text, "| N | M | D |")
     assert len(rows) == 1 and rows[0].startswith("| 40 | 5 | 2 | 20 |")
-    assert len(_table_rows(text, "| part |")) == len(prof["parts"])
+    assert len(_table_rows(text, "| part | calls / eval |")) == len(prof["parts"])
+    score_rows = _table_rows(text, "| part | ms / eval | share |")
+    assert len(score_rows) == len(score["split"])
+    assert all(0.0 <= float(r.rstrip("| ").rsplit("|", 1)[1].strip().rstrip("%")) <= 100.0 for r in score_rows)
     assert "S = 50" in text and "Targets missed: none." in text
 
 
@@ -89,5 +123,6 @@ def test_gpflow_agrees_with_gpexplorer_on_tiny_case(bench, tmp_path):
                "load_average_start": None, "load_average_end": None, "gpflow_ran": True,
                "gpflow_info": {"version": "2.11"}, "cells": [cell],
                "score": bench.score_section(40, 5, 20, calls=2, **TINY), "failures": []}
+    _check_score_split(results["score"])
     rows = _table_rows(bench.format_markdown(results), "| N | M | D |")
     assert len(rows) == 1 and rows[0].startswith("| 60 | 6 | 2 | 20 |") and ">= 3x" in rows[0]

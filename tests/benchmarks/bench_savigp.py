@@ -20,13 +20,19 @@ on identical data and at the same q(u), one thread; and the cost of the score-fu
    term) to 1e-8 relative (exit status 1 otherwise); the gradients (GPflow's w.r.t. its
    constrained parameters, q_sqrt's lower triangle) are compared too.
 2. **Score-function estimator**, S = 2000 samples, (N, M) = (1000, 50), same data and q(u): time
-   per ELBO + gradient evaluation, and a cProfile split of one evaluation into *sampling* (forming
-   f = b + sigma eps, measured on the same arrays, once per likelihood call; the score weights
-   eps / sigma, (eps^2 - 1) / (2 sigma^2), the products l h and the Monte Carlo means and
-   variances over S), the *likelihood* (``log_density``, its input validation included) and the
-   *rest* (marginals, backward pass, kernel and Z gradients, entropy and cross term). eps is drawn
-   once per model (as the paper's optimiser, ``SparseVariationalGP``'s ``seed``); its drawing time
-   is shown beside.
+   per ELBO + gradient evaluation (interleaved rounds as below), and a split of further evaluations
+   into three stages that add up to each evaluation's wall time (``score_split``):
+   (a) *sampling*, forming f = b + sqrt(var) eps: timed right after each evaluation on the very
+   arrays the estimator's sample loop (``estimators._fast_score``) received, block by block in its
+   block size; (b) the *likelihood*, log p(y | f) on those samples: the wall time inside the
+   likelihood's ``log_density`` / ``dlog_density_dparams`` during the evaluation (wrappers on the
+   instance; of which ``_log_density`` itself, the rest being input checks); (c) the *rest*, by
+   difference: the score weights l eps and l (eps^2 - 1) with their running sums and variances
+   (the loop's time outside (a) and (b)), and everything outside the loop (marginals, backward
+   pass, kernel and Z gradients, entropy and cross term). Each stage is >= 0 (forming f is capped
+   at the loop's time outside the likelihood; the table says when that happened), so the shares
+   lie in [0, 100] % and sum to 100 %. eps is drawn once per model (as the paper's optimiser,
+   ``SparseVariationalGP``'s ``seed``); its drawing time is shown beside.
 
 Timing as ``bench_inter_domain.py`` (whose helpers this reuses): every timed call moves the
 lengthscale by ~1e-12 relative (GPflow: every unconstrained value), the sides run in interleaved
@@ -234,8 +240,9 @@ QUADRATURE_PARTS = (
     ("variational/posterior.py", "cross_term", "cross term E_q[log p(u)] and its gradients"),
     ("variational/posterior.py", "entropy", "entropy"),
 )
-LIKELIHOOD_CALLS = tuple(("likelihoods/pointwise_base.py", f)
-                         for f in ("log_density", "dlog_density_df", "dlog_density_dparams"))
+LIKELIHOOD_CALLS = (tuple(("likelihoods/pointwise_base.py", f)
+                          for f in ("log_density", "dlog_density_df", "dlog_density_dparams", "log_density_terms"))
+                    + (("likelihoods/pointwise_zoo.py", "log_density_terms"),))  # the fast path's fused terms
 
 
 def profile_quadrature(N, M, calls=200, top=18):
@@ -262,22 +269,96 @@ def profile_quadrature(N, M, calls=200, top=18):
 
 # ------------------------------------------------------------------------------------------
 # 2. the score-function estimator
-def _form_f_ms(p, model, S, repeats=7):
-    """Time (ms, minimum) of forming f = b + sigma eps (S, N, 1) as estimators.py does, on the model's
-    own eps and marginals at the start."""
-    lat = model.evaluate().latents[0]
-    b, sd = lat.mean[0][:, None], np.sqrt(np.maximum(lat.var[0], 1e-12))[:, None]
-    eps = model.eps
-    times = []
-    for _ in range(repeats):
+def _timed(fn, clock, key):
+    """``fn`` wrapped so that its wall time is added to ``clock[key]``."""
+    def wrapper(*args, **kwargs):
         t0 = time.perf_counter()
-        F = b[None] + sd[None] * eps
-        times.append(time.perf_counter() - t0)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            clock[key] += time.perf_counter() - t0
+
+    return wrapper
+
+
+def _form_f_seconds(bk, sk, eps):
+    """Seconds to form f = b + sigma eps block by block exactly as ``estimators._fast_score`` does
+    (same block size, same arrays: the model's eps and the marginals of the evaluation)."""
+    step = max(1, estimators.FAST_BLOCK // max(1, bk.size))
+    total = 0.0
+    for i in range(0, eps.shape[0], step):
+        e = eps[i:i + step]
+        t0 = time.perf_counter()
+        F = bk + sk * e
+        total += time.perf_counter() - t0
         del F
-    return 1e3 * min(times)
+    return total
 
 
-def score_section(N, M, S, rounds, block_seconds, calls=None, top=14):
+#: the stages of one score-estimator evaluation (key, label); the three top-level ones add up to it
+SCORE_STAGES = (
+    ("sampling", "sampling: forming f = b + sqrt(var) eps (S x N), block by block"),
+    ("likelihood", "likelihood: log p(y given f) on those samples (log_density per block, input checks included)"),
+    ("log_p", "  of which log p itself (the likelihood's _log_density)"),
+    ("checks", "  of which input checks (Y labels, F finite and shaped)"),
+    ("rest", "rest: score weights and running sums, marginals, backward pass, kernel and Z gradients, KL terms"),
+    ("sums", "  of which score weights l eps, l (eps^2 - 1) and their running sums / variances over S"),
+    ("outside", "  of which outside the sample loop: marginals, backward pass, kernel and Z gradients, "
+                "entropy, cross term, set-up"),
+)
+
+
+def score_split(model, call, calls):
+    """Per-evaluation stage times (s) of the score estimator, measured inside ``calls`` real
+    evaluations ``call(i)``:
+
+    * the evaluation's wall time, and the wall time inside ``estimators._fast_score`` (the loop over
+      the samples) and inside the likelihood's ``log_density`` / ``dlog_density_dparams`` (and its
+      ``_log_density``), by wrappers set on the module / the likelihood instance for the run;
+    * forming f: timed right after each evaluation on the very arrays ``_fast_score`` received, in its
+      block size (:func:`_form_f_seconds`), capped at the loop's time outside the likelihood;
+    * the rest: the evaluation minus the two. Every stage is >= 0 and the three add up to the
+      evaluation's time, so the shares stay in [0, 1] and sum to 1.
+    """
+    lik = model.likelihood
+    clock = dict.fromkeys(("loop", "likelihood", "log_p"), 0.0)
+    captured = []
+    original = estimators._fast_score
+
+    def fast_score(terms, bk, sk, eps, y, lp_out):
+        captured.append((bk, sk, eps))
+        return original(terms, bk, sk, eps, y, lp_out)
+
+    wrapped = {"log_density": "likelihood", "dlog_density_dparams": "likelihood", "_log_density": "log_p"}
+    rows = []
+    estimators._fast_score = _timed(fast_score, clock, "loop")
+    try:
+        for name, key in wrapped.items():
+            setattr(lik, name, _timed(getattr(lik, name), clock, key))  # instance attributes: the class is untouched
+        for i in range(calls):
+            for key in clock:
+                clock[key] = 0.0
+            captured.clear()
+            t0 = time.perf_counter()
+            call(i)
+            total = time.perf_counter() - t0
+            if not captured:
+                raise RuntimeError("the score estimator did not take its fast path (estimators._fast_score was not "
+                                   "called): the split is defined for that path only")
+            loop, lik_t, log_p = clock["loop"], clock["likelihood"], min(clock["log_p"], clock["likelihood"])
+            formed = sum(_form_f_seconds(*args) for args in captured)
+            sampling = min(formed, loop - lik_t)
+            rows.append({"total": total, "sampling": sampling, "likelihood": lik_t, "log_p": log_p,
+                         "checks": lik_t - log_p, "sums": loop - lik_t - sampling, "outside": total - loop,
+                         "rest": total - loop + (loop - lik_t - sampling), "capped": formed > loop - lik_t})
+    finally:
+        estimators._fast_score = original
+        for name in wrapped:
+            vars(lik).pop(name, None)
+    return rows
+
+
+def score_section(N, M, S, rounds, block_seconds, calls=None):
     """Time per evaluation of the score estimator and its split (see the module docstring)."""
     p = make_problem(N, M)
     t0 = time.perf_counter()
@@ -287,31 +368,19 @@ def score_section(N, M, S, rounds, block_seconds, calls=None, top=14):
     side = local_side(model)
     summaries, block = interleaved({"score": side}, rounds, block_seconds)
     calls = calls or max(3, min(20, int(2.0 / (1e-3 * summaries["score"]["min"]))))
-    stats, wall = _profile(side.call, calls)
-    raw = stats.stats
-    total = _entry(raw, "variational/savigp.py", "elbo")[1] / calls
-    est = _entry(raw, "variational/estimators.py", "estimate")[1] / calls
-    lik_calls = sum(_entry(raw, f, fn)[0] for f, fn in LIKELIHOOD_CALLS) / calls
-    lik = sum(_entry(raw, f, fn)[1] for f, fn in LIKELIHOOD_CALLS) / calls
-    n_f = _entry(raw, "likelihoods/pointwise_base.py", "log_density")[0] / calls  # one f per log_density call
-    form = 1e-3 * _form_f_ms(p, model, S) * n_f
-    mc = est - lik - form
-    math_ = _entry(raw, "likelihoods/pointwise_zoo.py", "_log_density")[1] / calls  # log_expit(s f) itself
-    n_dp = _entry(raw, "likelihoods/pointwise_base.py", "dlog_density_dparams")[0] / calls
-    parts = [("sampling: forming f = b + sigma eps (S x N), once per log-density call", form, n_f),
-             ("sampling: score weights h(eps), l h and the Monte Carlo means / variances over S", mc, None),
-             (f"likelihood: log_density x{n_f:g} + dlog_density_dparams x{n_dp:g} on S x N values", lik, lik_calls),
-             ("  of which log p itself (log_expit(s f))", math_, None),
-             ("  of which input checks (Y labels, F finite and shaped; dparams: {} after its checks)", lik - math_,
-              None),
-             ("rest: marginals, backward pass, kernel and Z gradients, entropy, cross term", total - est, None)]
+    rows = score_split(model, side.call, calls)
+    total = sum(r["total"] for r in rows)
+    split = [{"part": label, "key": key, "ms": 1e3 * sum(r[key] for r in rows) / calls,
+              "share": sum(r[key] for r in rows) / total} for key, label in SCORE_STAGES]
+    shares = {q["key"]: q["share"] for q in split}
+    per_eval = [{k: (v if k == "capped" else 1e3 * v) for k, v in r.items()} for r in rows]
     reset(model)
     return {"N": N, "M": M, "S": S, "time": summaries["score"], "block": block, "rounds": rounds,
-            "draw_eps_ms": draw_ms, "profiled_calls": calls, "profiled_ms_per_eval": 1e3 * total,
-            "profile_wall_ms_per_eval": 1e3 * wall / calls,
-            "split": [{"part": name, "ms": 1e3 * t, "share": t / total, "calls_per_eval": n} for name, t, n in parts],
-            "sampling_share": (form + mc) / total, "likelihood_share": lik / total,
-            "rest_share": (total - est) / total, "top": _top(stats, top)}
+            "draw_eps_ms": draw_ms, "split_calls": calls, "split_ms_per_eval": 1e3 * total / calls,
+            "block_rows": max(1, estimators.FAST_BLOCK // N), "split": split, "per_eval_ms": per_eval,
+            "sampling_capped": sum(r["capped"] for r in rows),
+            "sampling_share": shares["sampling"], "likelihood_share": shares["likelihood"],
+            "rest_share": shares["rest"]}
 
 
 # ------------------------------------------------------------------------------------------
@@ -405,14 +474,18 @@ def format_markdown(results):
     lines += ["", f"### Score-function estimator: N = {sc['N']}, M = {sc['M']}, S = {sc['S']}", "",
               f"Time per ELBO + gradient evaluation: **{_ms(sc['time'])} ms** (minimum (median) over {sc['rounds']} "
               f"rounds, {sc['time']['n']} calls). eps (S x N) is drawn once per model: {sc['draw_eps_ms']:.1f} ms. "
-              f"Split from cProfile over {sc['profiled_calls']} calls ({sc['profiled_ms_per_eval']:.1f} ms per call "
-              f"profiled):", "", "| part | calls / eval | ms / eval | share |", "|---|---:|---:|---:|"]
+              f"Split over {sc['split_calls']} further evaluations ({sc['split_ms_per_eval']:.1f} ms each on average; "
+              f"the estimator loops over blocks of {sc['block_rows']} samples): the likelihood and the sample loop "
+              "timed inside each evaluation, forming f timed after it on the same arrays, the rest by difference.",
+              "", "| part | ms / eval | share |", "|---|---:|---:|"]
     for q in sc["split"]:
-        n = "" if q["calls_per_eval"] is None else f"{q['calls_per_eval']:g}"
-        lines.append(f"| {q['part']} | {n} | {q['ms']:.2f} | {100 * q['share']:.0f}% |")
-    lines += ["", f"Sampling {100 * sc['sampling_share']:.0f}%, likelihood {100 * sc['likelihood_share']:.0f}% "
-              f"and the rest {100 * sc['rest_share']:.0f}% of the time per evaluation (profiled).", "",
-              "```", sc["top"].rstrip(), "```"]
+        lines.append(f"| {q['part']} | {q['ms']:.2f} | {100 * q['share']:.1f}% |")
+    total = sc["sampling_share"] + sc["likelihood_share"] + sc["rest_share"]
+    lines += ["", f"Sampling {100 * sc['sampling_share']:.1f}%, likelihood {100 * sc['likelihood_share']:.1f}% "
+              f"and the rest {100 * sc['rest_share']:.1f}% of the time per evaluation (sum {100 * total:.1f}%)."]
+    if sc.get("sampling_capped"):
+        lines.append(f"(In {sc['sampling_capped']} of {sc['split_calls']} evaluations forming f, timed apart, took "
+                     "longer than the whole sample loop outside the likelihood; it was capped at that time.)")
     missed = [f"N={c['N']} M={c['M']}: {c['speedup']:.2f}x over GPflow (target {c['target']:g}x)"
               for c in results["cells"] if c.get("met") is False]
     lines += ["", "Targets missed: " + ("; ".join(missed) if missed else "none") + "."]
