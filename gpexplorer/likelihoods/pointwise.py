@@ -21,8 +21,16 @@ warped_gaussian    N(t(y); f, variance) t'(y)                 1    variance, a, 
                                                                    c (3 each)        spec savigp.md
 =================  =========================================  ===  ================  ======================
 
-Not (yet) provided: the Gaussian process regression network likelihood of the paper (sec. 6.2,
-SARCOS), which has P > 1 outputs.
+Multi-output likelihoods (observations Y of shape (N, P), P = ``n_outputs``) are registered in
+``MULTI_OUTPUT_LIKELIHOODS``, which ``get_likelihood`` also resolves; ``LIKELIHOODS`` stays the
+single-output (P = 1) set that the user interface and the generic likelihood tests iterate over:
+
+=================  =========================================  ===========  =============  =================
+name               p(y | f)                                   Q            parameters     source
+=================  =========================================  ===========  =============  =================
+gprn               N(y; W g, variance I_P), f = (g, vec W)    Q_f (P + 1)  variance [1]   paper sec. 6.2
+                   (n_outputs P [2], n_nodes Q_f [1])                                     (SARCOS), GPRN
+=================  =========================================  ===========  =============  =================
 """
 
 from __future__ import annotations
@@ -31,21 +39,26 @@ import difflib
 import inspect
 
 from gpexplorer.likelihoods.pointwise_base import ExpectedLogDensity, PointwiseLikelihood
+from gpexplorer.likelihoods.pointwise_gprn import GPRN
 from gpexplorer.likelihoods.pointwise_warped import WarpedGaussian
 from gpexplorer.likelihoods.pointwise_zoo import Bernoulli, BernoulliLogit, BernoulliProbit, Gaussian, Poisson, Softmax
 
 __all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "Bernoulli", "BernoulliLogit", "BernoulliProbit",
-           "Poisson", "Softmax", "WarpedGaussian", "LIKELIHOODS", "get_likelihood"]
+           "Poisson", "Softmax", "WarpedGaussian", "GPRN", "LIKELIHOODS", "MULTI_OUTPUT_LIKELIHOODS", "get_likelihood"]
 
 LIKELIHOODS = {"gaussian": Gaussian, "bernoulli_logit": BernoulliLogit, "bernoulli_probit": BernoulliProbit,
                "poisson": Poisson, "softmax": Softmax, "warped_gaussian": WarpedGaussian}
+
+#: likelihoods of observations with P > 1 columns (module docstring)
+MULTI_OUTPUT_LIKELIHOODS = {"gprn": GPRN}
 
 ALIASES = {"normal": "gaussian", "logit": "bernoulli_logit", "logistic": "bernoulli_logit",
            "probit": "bernoulli_probit", "lgcp": "poisson", "warped": "warped_gaussian", "wgp": "warped_gaussian"}
 
 
 def get_likelihood(spec, **options):
-    """A :class:`PointwiseLikelihood` from a registered name (case-insensitive; aliases normal,
+    """A :class:`PointwiseLikelihood` from a registered name (``LIKELIHOODS`` or
+    ``MULTI_OUTPUT_LIKELIHOODS``; case-insensitive; aliases normal,
     logit, logistic, probit, lgcp, warped, wgp) with constructor options, or an instance (returned
     as is; options are then refused). Unknown names raise ValueError with the closest match."""
     if isinstance(spec, PointwiseLikelihood):
@@ -56,11 +69,12 @@ def get_likelihood(spec, **options):
         raise ValueError(f"likelihood must be a name or a PointwiseLikelihood; got {type(spec).__name__}")
     key = spec.strip().lower()
     key = ALIASES.get(key, key)
-    if key not in LIKELIHOODS:
-        close = difflib.get_close_matches(key, list(LIKELIHOODS) + list(ALIASES), n=1)
+    registered = {**LIKELIHOODS, **MULTI_OUTPUT_LIKELIHOODS}
+    if key not in registered:
+        close = difflib.get_close_matches(key, list(registered) + list(ALIASES), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown likelihood {spec!r}{hint}. Registered: {', '.join(LIKELIHOODS)}")
-    factory = LIKELIHOODS[key]
+        raise ValueError(f"unknown likelihood {spec!r}{hint}. Registered: {', '.join(registered)}")
+    factory = registered[key]
     try:
         inspect.signature(factory).bind(**options)
     except TypeError:

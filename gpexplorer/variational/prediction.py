@@ -61,18 +61,21 @@ def _blocks(model, Xnew, table, n_points, num_samples, seed):
 
 
 def predict_y(model, Xnew, n_points=None, num_samples=2000, seed=0):
-    """Mean and variance (N*, 1) of y* (module docstring); ``n_points`` per latent overrides the
-    quadrature size (and forces quadrature for Q > 3)."""
+    """Mean and variance (N*, 1) of y* (module docstring), (N*, P) for a multi-output likelihood
+    (conditional moments (..., N, P), e.g. GPRN: the marginal variance per output); ``n_points``
+    per latent overrides the quadrature size (and forces quadrature for Q > 3)."""
     N = Xnew.shape[0]
-    mean, second = np.empty(N), np.empty(N)
+    mean = second = None
     lik = model.likelihood
     for rows, pi, F, logw in _blocks(model, Xnew, MOMENT_POINTS, n_points, num_samples, seed):
         w = np.exp(logw)
-        cm = lik.conditional_mean(F)  # (K, P, n)
+        cm = lik.conditional_mean(F)  # (K, P, n) or (K, P, n, outputs)
         cv = lik.conditional_variance(F)
-        mean[rows] = np.einsum("k,p,kpn->n", pi, w, cm)
-        second[rows] = np.einsum("k,p,kpn->n", pi, w, cv + cm ** 2)
-    return mean[:, None], np.maximum(second - mean ** 2, 0.0)[:, None]
+        if mean is None:
+            mean, second = np.empty((N,) + cm.shape[3:]), np.empty((N,) + cm.shape[3:])
+        mean[rows] = np.einsum("k,p,kpn...->n...", pi, w, cm)
+        second[rows] = np.einsum("k,p,kpn...->n...", pi, w, cv + cm ** 2)
+    return mean.reshape(N, -1), np.maximum(second - mean ** 2, 0.0).reshape(N, -1)
 
 
 def predict_log_density(model, Xnew, Ynew, n_points=None, num_samples=2000, seed=0):
@@ -123,9 +126,13 @@ def error_rate(model, Xnew, Ynew):
 
 def sse(model, Xnew, Ynew):
     """Standardised squared error of the predictive mean, mean (y - E[y*])^2 / var(y)
-    (the paper's SSE; :func:`gpexplorer.metrics.smse`)."""
-    Y = _targets(model, Xnew, Ynew)[:, 0]
-    return metrics.smse(Y, predict_y(model, Xnew)[0][:, 0])
+    (the paper's SSE; :func:`gpexplorer.metrics.smse`); for P > 1 outputs an array (P,), one
+    per output (the paper's SARCOS SMSE per torque)."""
+    Y = _targets(model, Xnew, Ynew)
+    mean = predict_y(model, Xnew)[0]
+    if Y.shape[1] == 1:
+        return metrics.smse(Y[:, 0], mean[:, 0])
+    return np.array([metrics.smse(Y[:, p], mean[:, p]) for p in range(Y.shape[1])])
 
 
 def _is_bernoulli(lik):
