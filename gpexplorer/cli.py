@@ -12,6 +12,11 @@
                                                   thesis figs 4.3-4.5: M = 3 multiscale on Snelson
     gpexplorer reproduce inter-domain-grid [--quick] [--scheduler ADDRESS] [--out DIR]
                                                   thesis §4.5 sum-of-deltas grid on abalone, via dask
+    gpexplorer reproduce savigp-boston|savigp-abalone|savigp-breast-cancer|savigp-coal|savigp-usps
+                         [--quick] [--folds N] [--scheduler ADDRESS] [--workers N] [--out DIR]
+                                                  SAVIGP paper sec. 6 sweeps over SF, via dask
+    gpexplorer reproduce savigp-mnist [--quick] [--num-inducing M] [--estimator reparam|score]
+                                                  SAVIGP softmax on the 5k MNIST subset
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ def _sweep(args):
 
 
 INTER_DOMAIN = ("inter-domain-snelson", "inter-domain-grid")
+SAVIGP = ("savigp-boston", "savigp-abalone", "savigp-coal", "savigp-breast-cancer", "savigp-mnist", "savigp-usps")
 
 
 def _reproduce_inter_domain(args):
@@ -52,20 +58,49 @@ def _reproduce_inter_domain(args):
         return
     from gpexplorer.experiments import inter_domain_grid as grid
 
+    out = args.out or "inter-domain-grid"
     try:
-        result = grid.run(quick=args.quick, scheduler=args.scheduler, out=args.out, max_iter=args.max_iter,
+        result = grid.run(quick=args.quick, scheduler=args.scheduler, out=out, max_iter=args.max_iter,
                           n_workers=args.workers)
     except ImportError as err:  # dask missing: the message names the extra to install
         raise ValueError(str(err)) from None
     from gpexplorer.ui.grid_figure import write_figure  # the dashboards' side draws it (bokeh)
 
-    result["files"]["figure"] = str(write_figure(result, Path(args.out) / "grid.html"))
+    result["files"]["figure"] = str(write_figure(result, Path(out) / "grid.html"))
     print(grid.format_report(result))
+
+
+def _reproduce_savigp(args):
+    out = args.out or args.experiment
+    if args.experiment == "savigp-mnist":
+        from gpexplorer.experiments import savigp_large as large
+
+        print(large.format_mnist(large.run_mnist(quick=args.quick, M=args.num_inducing, steps=args.max_iter,
+                                                 estimator=args.estimator, seed=args.seed, out=out)))
+        return
+    from gpexplorer.experiments import savigp_coal as coal
+    from gpexplorer.experiments import savigp_large as large
+    from gpexplorer.experiments import savigp_papers as papers
+
+    common = dict(quick=args.quick, max_iter=args.max_iter, scheduler=args.scheduler, n_workers=args.workers, out=out)
+    try:
+        if args.experiment == "savigp-coal":
+            print(coal.format_coal(coal.run_coal(**common)))
+        elif args.experiment == "savigp-usps":
+            print(large.format_usps(large.run_usps(**common)))
+        else:
+            name = args.experiment.removeprefix("savigp-")
+            print(papers.format_sweep(papers.run_sweep(name, folds=args.folds, **common)))
+    except ImportError as err:  # dask missing: the message names the extra to install
+        raise ValueError(str(err)) from None
 
 
 def _reproduce(args):
     if args.experiment in INTER_DOMAIN:
         _reproduce_inter_domain(args)
+        return
+    if args.experiment in SAVIGP:
+        _reproduce_savigp(args)
         return
     from gpexplorer.experiments import reproduce
 
@@ -172,9 +207,10 @@ def main(argv=None):
     p = sub.add_parser("warmup", help="compile and cache the numerical kernels (run once after installing)")
     p.set_defaults(func=_warmup)
     p = sub.add_parser("reproduce", help="paper and thesis experiments beside the reported numbers")
-    p.add_argument("experiment", choices=["egp-table1", "eks-figure1", "usps", "seismic", *INTER_DOMAIN])
+    p.add_argument("experiment", choices=["egp-table1", "eks-figure1", "usps", "seismic", *INTER_DOMAIN, *SAVIGP])
     p.add_argument("--folds", type=int, default=None,
-                   help="toy problems: how many of the five 200/800 folds (default 5); seismic: surveys (3)")
+                   help="toy problems: how many of the five 200/800 folds (default 5); seismic: surveys (3); "
+                        "savigp-boston / -breast-cancer / -abalone: random splits (default 5, 5, 1)")
     p.add_argument("--quick", action="store_true", help="fewer folds and features (a check, not the result)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--draws", type=int, default=1,
@@ -184,13 +220,20 @@ def main(argv=None):
                         "7.1); by default each paper's methods run on that paper's own data")
     p.add_argument("-v", "--verbose", action="store_true", help="report each finished row on stderr")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="inter-domain-grid: an existing Dask scheduler (tcp://host:8786); default: a local "
-                        "cluster with one single-threaded worker per core")
-    p.add_argument("--workers", type=int, default=None, help="inter-domain-grid: local workers (default: cores)")
-    p.add_argument("--out", default="inter-domain-grid", metavar="DIR",
-                   help="inter-domain-grid: folder for grid.csv, grid.json and the figure")
+                   help="inter-domain-grid, savigp sweeps: an existing Dask scheduler (tcp://host:8786); default: "
+                        "a local cluster with one single-threaded worker per core")
+    p.add_argument("--workers", type=int, default=None,
+                   help="inter-domain-grid, savigp sweeps: local workers (default: cores)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="inter-domain-grid: folder for grid.csv, grid.json and the figure; savigp-*: folder for "
+                        "the CSV and JSON (default: a folder named after the experiment)")
     p.add_argument("--max-iter", type=int, default=None,
-                   help="inter-domain-grid: L-BFGS-B iterations per cell (default 200; --quick 30)")
+                   help="inter-domain-grid: L-BFGS-B iterations per cell (default 200; --quick 30); savigp-*: "
+                        "L-BFGS-B iterations per fit (savigp-mnist: Adam steps)")
+    p.add_argument("--num-inducing", type=int, default=None, metavar="M",
+                   help="savigp-mnist: inducing inputs per latent, at most 200 (default 100; --quick 10)")
+    p.add_argument("--estimator", choices=["reparam", "score"], default="reparam",
+                   help="savigp-mnist: Monte Carlo estimator of the expected log likelihood")
     p.set_defaults(func=_reproduce)
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
