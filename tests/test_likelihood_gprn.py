@@ -276,3 +276,14 @@ def test_sparse_variational_gp_fits_a_two_output_gprn():
     assert sse.shape == (2,) and np.all(sse < 0.8)
     lpd = model.predict_log_density(Xnew, np.zeros((7, 2)))
     assert lpd.shape == (7,) and np.all(np.isfinite(lpd))
+
+
+def test_the_model_breaks_the_gprn_saddle_itself():
+    """From the default start (no manual moments) the fit gets away from zero means."""
+    X, Y = gprn_data()
+    model = SparseVariationalGP(X, Y, kernels.SquaredExponential(), 10, "gprn", estimator="reparam",
+                                num_samples=50, seed=0, likelihood_options={"n_outputs": 2, "n_nodes": 1})
+    assert all(np.any(m != 0) for m in model.posterior.means)
+    before = model.elbo()
+    model.fit(max_iter=60)
+    assert model.elbo() > before + 10.0 and np.all(model.sse(X, Y) < 0.8)

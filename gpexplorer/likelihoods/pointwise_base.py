@@ -59,6 +59,9 @@ class PointwiseLikelihood:
     name: str = "pointwise"
     n_latent: int = 1
     n_outputs: int = 1
+    #: True where q(u) = p(u) (zero means) is a saddle point of the ELBO, so a fit must start
+    #: from random means (a product of latents, as in the GPRN, has zero gradient there)
+    prior_start_is_saddle: bool = False
     param_layout: dict = {}
 
     def __init__(self):

@@ -55,6 +55,7 @@ class GPRN(PointwiseLikelihood):
     ``n_nodes`` Q_f (default 1), Q = Q_f (P + 1) latents; parameter ``variance`` = sigma_y^2."""
 
     name = "gprn"
+    prior_start_is_saddle = True  # E[W g] = 0 and its gradient vanishes at zero means
     param_layout = {"variance": ("log", 0)}
 
     def __init__(self, n_outputs=2, n_nodes=1, variance=1.0):

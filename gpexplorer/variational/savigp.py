@@ -72,9 +72,15 @@ class SparseVariationalGP:
         self.fit_result = None
 
     def reset_posterior(self, seed=0):
-        """q(u) back to the prior at the current hyperparameters (module docstring); returns self."""
+        """q(u) back to the prior at the current hyperparameters (module docstring); returns self.
+        The means start at 0 unless a mixture's components or the likelihood
+        (``prior_start_is_saddle``, e.g. the GPRN) need random means to break a symmetry."""
         chols = [lat.L for lat in self._latents(self.X)]
-        self.posterior.initialise_from_prior(chols, mean_scale=0.0 if self.posterior.K == 1 else 0.1, seed=seed)
+        if getattr(self.likelihood, "prior_start_is_saddle", False):
+            scale = 0.5
+        else:
+            scale = 0.0 if self.posterior.K == 1 else 0.1
+        self.posterior.initialise_from_prior(chols, mean_scale=scale, seed=seed)
         return self
 
     # construction helpers ----------------------------------------------------------------------
