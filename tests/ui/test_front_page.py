@@ -17,7 +17,7 @@ from server_process import free_port, stop_process_group
 LESSONS = load_lessons()
 STEPS = [(lesson_id, k) for lesson_id, lesson in LESSONS.items() for k in range(1, len(lesson.steps) + 1)]
 #: a source of each lab's main plot that every lesson of that lab fills
-MAIN_SOURCE = {"sparse_regression": "mean-vfe", "linearized": "latent-ugp"}
+MAIN_SOURCE = {"sparse_regression": "mean-vfe", "linearized": "latent-ugp", "black_box": "latent-fg"}
 LOAD_MS = 90_000
 SCREENSHOTS = pathlib.Path(__file__).resolve().parents[2] / "assets" / "screenshots"
 SCREENSHOT_STEP = ("fitc-noise-clumping", 1)  # the lesson step shown in the README
