@@ -65,7 +65,7 @@ def index_html(lessons=None) -> str:
 <style>{_CSS}</style></head>
 <body><header><h1>gpexplorer</h1>
 <p>Approximate Gaussian-process inference you can see, touch and trust. Pick a lab to compare sparse
-approximations or linearised inference live, or follow a lesson: each step sets up a lab and says
+approximations, linearised inference or black-box variational inference live, or follow a lesson: each step sets up a lab and says
 what to look at.</p></header>
 <main><div class="cards">{''.join(cards)}</div>
 <h2 class="section">Lessons</h2>
