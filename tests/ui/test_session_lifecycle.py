@@ -190,9 +190,19 @@ def _releases_settled(quiet_s=sessions.RELEASE_DELAY_S + 1.0, timeout=30.0):
     return count
 
 
-def test_a_served_page_releases_memory_once_its_session_is_destroyed(served):
+def test_a_served_page_releases_memory_once_its_session_is_destroyed(served, monkeypatch):
     """``lab_page`` tracks its session (``sessions.track``): after the session ends, one garbage
-    collection + malloc_trim runs on the server's loop; two sessions ending together share one."""
+    collection + malloc_trim runs on the server's loop; sessions ending within RELEASE_DELAY_S of
+    the first share one (on a loaded machine the server may destroy the second later than that:
+    the destroy times are recorded, and the expected number of releases follows from them)."""
+    destroyed = []
+    real = sessions._session_destroyed
+
+    def recording(session_context):
+        destroyed.append(time.monotonic())
+        return real(session_context)
+
+    monkeypatch.setattr(sessions, "_session_destroyed", recording)
     before = _releases_settled()
 
     async def two_visits():
@@ -206,5 +216,10 @@ def test_a_served_page_releases_memory_once_its_session_is_destroyed(served):
         assert time.monotonic() < deadline, "no memory release after the sessions were destroyed"
         time.sleep(0.1)
     time.sleep(sessions.RELEASE_DELAY_S + 0.5)
-    assert sessions.release_count() == before + 1
+    assert len(destroyed) == 2, f"expected both sessions destroyed, saw {len(destroyed)}"
+    windows, start = 0, None
+    for t in sorted(destroyed):  # a release coalesces every destroy until it runs
+        if start is None or t > start + sessions.RELEASE_DELAY_S:
+            windows, start = windows + 1, t
+    assert sessions.release_count() == before + windows
     assert sessions.release_memory() is True  # glibc: malloc_trim ran (this test machine is Linux/glibc)
