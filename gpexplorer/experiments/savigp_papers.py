@@ -22,7 +22,6 @@ files), SSE = test MSE / test variance.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import sys
 import time
@@ -342,13 +341,4 @@ def format_sweep(result):
 
 def write_outputs(result, out, stem):
     """``<stem>.csv`` (one row per cell) and ``<stem>.json`` (everything); returns the paths."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
-    with open(csv_path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=CELL_COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(result["rows"])
-    saved = {k: v for k, v in result.items() if k != "files"}
-    json_path.write_text(json.dumps(saved, indent=1, default=float))
-    return {"csv": str(csv_path), "json": str(json_path)}
+    return distributed.write_rows(result, out, stem, CELL_COLUMNS)
