@@ -189,7 +189,7 @@ def run_usps(quick=False, sfs=None, max_iter=None, linearized=True, scheduler=No
 
 def format_usps(result):
     fmt = lambda v, d=4: f"{v:.{d}f}" if v is not None else "-"
-    lines = [f"USPS 3 vs 5, logistic likelihood: SAVIGP FG beside EGP / UGP (linearised GPs)"
+    lines = ["USPS 3 vs 5, logistic likelihood: SAVIGP FG beside EGP / UGP (linearised GPs)"
              + (" [quick]" if result["quick"] else ""),
              f"the GPML split: {result['n_train']} train / {result['n_test']} test; SAVIGP: isotropic SE kernel, "
              f"L-BFGS-B {result['max_iter']} iterations, quadrature ELBO",

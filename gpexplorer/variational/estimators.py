@@ -209,7 +209,7 @@ def _fast_score(terms, bk, sk, eps, y, lp_out):
     """The score estimator's :func:`_moments` part (value, parameter derivatives) and, unless
     ``lp_out`` is given (the control variate: log p is stored there for :func:`_score`), its
     (d/db, d/dsigma^2) and their variances from running sums over the samples."""
-    S, (N, Q) = eps.shape[0], bk.shape
+    S = eps.shape[0]
     step = max(1, FAST_BLOCK // max(1, bk.size))
     acc = {}
     for i in range(0, S, step):
