@@ -57,8 +57,13 @@ def jittered_cholesky(A, jitter, *, what="matrix", warn=True):
         raise CholeskyError(f"{what} contains NaN or inf; check the hyperparameters and inputs")
     eye = np.eye(A.shape[0])
 
-    def factor(j):
-        return sla.cholesky(A + j * eye, lower=True, check_finite=False)
+    def factor(j):  # LAPACK directly: scipy's cholesky wrapper costs as much as a 50 x 50 factorisation
+        L, info = sla.lapack.dpotrf(A + j * eye, lower=1, clean=1)
+        if info > 0:
+            raise np.linalg.LinAlgError(f"{what} is not positive definite (leading minor {info})")
+        if info < 0:
+            raise ValueError(f"LAPACK dpotrf rejected argument {-info} for {what}")
+        return L
 
     return with_escalating_jitter(factor, jitter, what=what, warn=warn)
 
@@ -78,4 +83,6 @@ def inv_from_cholesky(L):
     Ainv, info = sla.lapack.dpotri(L, lower=1)
     if info != 0:
         raise CholeskyError("inverse from Cholesky factor failed")
-    return np.tril(Ainv) + np.tril(Ainv, -1).T
+    Ainv = np.tril(Ainv)  # dpotri leaves the strict upper triangle as it found it
+    Ainv += np.tril(Ainv, -1).T
+    return Ainv

@@ -4,7 +4,8 @@ numba compiles each jitted function on its first call and keeps the machine code
 (``gpexplorer._jit``). On a fresh install that cache is empty, and the first page would wait
 20-40 s for the compiler. This module runs, on small data, every numerical path the two labs
 take (the sparse comparison with each approximation and kernel, the joint fit, the M sweep and
-the add-one curve; EGP / UGP / EKS / UKS evaluation, learning and the free-energy profile), so
+the add-one curve; EGP / UGP / EKS / UKS evaluation, learning and the free-energy profile; the
+black-box lab's SAVIGP fits), so
 that afterwards a page only loads machine code from disk.
 
 The paths are split into independent workloads run in parallel worker processes (one per core,
@@ -205,6 +206,27 @@ def _toy_problem(forward_name):
     return InversionProblem(x[train, None], y[train], x, "warm-up", f_true=f, y_grid=y, test=test), forward
 
 
+def black_box_fits():
+    """The black-box lab's models: each posterior family and estimator, on counts and on labels
+    (the one-latent FG fits with quadrature take the fused path and its compiled loops)."""
+    from gpexplorer import kernels
+    from gpexplorer.variational import SparseVariationalGP
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(60, 1))
+    f = np.sin(6.0 * X[:, 0])
+    data = {"bernoulli_logit": (rng.uniform(size=60) < 1.0 / (1.0 + np.exp(-2.0 * f))).astype(float),
+            "poisson": rng.poisson(np.exp(f)).astype(float)}
+    for likelihood, Y in data.items():
+        for posterior in ("fg", "mog1", "mog2"):
+            for estimator in ("quadrature", "reparam", "score"):
+                m = SparseVariationalGP(X, Y, kernels.SquaredExponential(lengthscale=0.2), 6, likelihood,
+                                        posterior=posterior, estimator=estimator, num_samples=20,
+                                        control_variate=estimator == "score")
+                m.fit(max_iter=3, method="block-lbfgs")
+                m.predict_y(X[:5])
+
+
 #: name -> workload, the longest first (the pool starts them in this order)
 WORKLOADS = {
     "sparse comparison": sparse_comparison,
@@ -213,6 +235,7 @@ WORKLOADS = {
     "linearised learning": linearized_learning,
     "sparse M sweep and add-one curve": sparse_studies,
     "sparse inducing features": sparse_features,
+    "black-box fits": black_box_fits,
 }
 
 

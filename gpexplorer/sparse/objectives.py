@@ -24,13 +24,14 @@ FITC, VFE) or the deterministic SoR conditional (fig. 2.3).
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpexplorer.kernels import _loops as kernel_loops
 from gpexplorer.sparse import _core as core
+from gpexplorer.workspace import Workspace  # noqa: F401  (re-exported: models import it from here)
+from gpexplorer.workspace import array as _array, borrow as _borrow, give_back as _give_back
 from gpexplorer.linalg import (
     CholeskyError,
     inv_from_cholesky,
@@ -117,54 +118,6 @@ def _check_finite(**arrays):
     for name, a in arrays.items():
         if not np.all(np.isfinite(a)):
             raise CholeskyError(f"{name} contains NaN or inf; check the hyperparameters and inputs")
-
-
-class Workspace:
-    """Work arrays of the collapsed objectives, kept between evaluations while the shapes stay.
-
-    One evaluation writes two to four [M, N] arrays (A = L^{-1} Kuf, dF/dKuf, and on the fused
-    path K(Z, X) and X / l). Allocated afresh each time, their pages fault in on every call:
-    a quarter to a third of an evaluation. A model keeps one Workspace and passes it as
-    ``workspace=`` to :func:`collapsed_objective` and :func:`fused_stationary_objective`;
-    nothing these return refers to its arrays. It holds M N floats two to four times over for
-    as long as it lives (:meth:`clear` frees them). A call that finds it in use by another
-    thread allocates its own arrays instead of waiting.
-    """
-
-    def __init__(self):
-        self._arrays = {}
-        self._lock = threading.Lock()
-
-    @property
-    def nbytes(self):
-        return sum(a.nbytes for a in self._arrays.values() if isinstance(a, np.ndarray))
-
-    def clear(self):
-        with self._lock:
-            self._arrays.clear()
-
-    def __deepcopy__(self, memo):  # a copied model gets its own, empty workspace
-        return Workspace()
-
-
-
-def _borrow(workspace):
-    """The workspace's arrays, locked until :func:`_give_back`, or a fresh dict if it is busy."""
-    if workspace is not None and workspace._lock.acquire(blocking=False):
-        return workspace._arrays
-    return {}
-
-
-def _give_back(workspace, arrays):
-    if workspace is not None and arrays is workspace._arrays:
-        workspace._lock.release()
-
-
-def _array(arrays, name, shape):
-    a = arrays.get(name)
-    if a is None or a.shape != shape:
-        a = arrays[name] = np.empty(shape)
-    return a
 
 
 def _buffers(arrays, M, N, D, code, fused):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpexplorer.kernels.base import as_inputs
-from gpexplorer.variational import estimators, marginals
+from gpexplorer.variational import estimators, fused_fg, marginals
 
 #: smallest marginal variance passed to the estimators (round-off can leave kdiag - diag Qff < 0)
 MIN_VARIANCE = 1e-12
@@ -78,16 +78,19 @@ def marginal_moments(X, kernels, features, posterior, jitter=1e-6, *, reference=
 
 
 def elbo(X, Y, kernels, features, likelihood, posterior, *, estimator="quadrature", eps=None, num_samples=2000,
-         seed=0, n_points=None, control_variate=False, jitter=1e-6, eval_gradient=False):
+         seed=0, n_points=None, control_variate=False, jitter=1e-6, eval_gradient=False, workspace=None):
     """The ELBO (eq. 8) and, with ``eval_gradient``, its gradients; returns :class:`ElboResult`.
 
     ``kernels``, ``features``: one per latent (Q = ``posterior.Q`` = ``likelihood.n_latent``);
     ``posterior``: a :mod:`.posterior` family; ``estimator``: "quadrature", "reparam" or
     "score" with ``eps`` (S, N, Q) reused if given (else ``num_samples`` draws from ``seed``).
     ``grads`` = {"posterior": (P,), "kernels": [dict], "features": [dict], "likelihood": dict}.
+    One latent with FG, inducing points, a stationary kernel and quadrature takes
+    :mod:`.fused_fg` (same results), with the work arrays of ``workspace``
+    (a :class:`gpexplorer.workspace.Workspace`, or None).
     """
     return _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_samples, seed, n_points,
-                 control_variate, jitter, eval_gradient, False)
+                 control_variate, jitter, eval_gradient, False, workspace)
 
 
 def elbo_reference(X, Y, kernels, features, likelihood, posterior, *, estimator="quadrature", eps=None,
@@ -98,7 +101,7 @@ def elbo_reference(X, Y, kernels, features, likelihood, posterior, *, estimator=
 
 
 def _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_samples, seed, n_points,
-          control_variate, jitter, eval_gradient, reference):
+          control_variate, jitter, eval_gradient, reference, workspace=None):
     X = as_inputs(X)
     Y = likelihood.validate(Y)
     if X.shape[0] != Y.shape[0]:
@@ -107,6 +110,12 @@ def _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_sa
     if likelihood.n_latent != Q:
         raise ValueError(f"the likelihood needs {likelihood.n_latent} latent function(s); the posterior has {Q}")
     kernels, features = _as_list(kernels, Q, "kernels"), _as_list(features, Q, "features")
+    if not reference and fused_fg.applies(kernels, features, posterior, estimator):
+        value, terms, grads, est, lat = fused_fg.fg_points_stationary(
+            X, Y, kernels[0], features[0], likelihood, posterior, n_points, jitter, eval_gradient, MIN_VARIANCE,
+            workspace)
+        return ElboResult(value=value, terms=terms, entropy_kind="exact", grads=grads or {}, estimate=est,
+                          latents=[lat], jitter_used=[lat.jitter_used])
     lats, b, var = marginal_moments(X, kernels, features, posterior, jitter, reference=reference)
     estimate = estimators.estimate_reference if reference else estimators.estimate
     est = estimate(likelihood, b, np.maximum(var, MIN_VARIANCE), Y, estimator, eps=eps, num_samples=num_samples,

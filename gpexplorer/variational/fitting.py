@@ -113,7 +113,8 @@ def batch_elbo(model, rows, eps):
     X, Y = model.X[rows], model.Y[rows]
     r = elbo_function(X, Y, model.kernels, model.features, model.likelihood, model.posterior,
                       estimator=model.estimator, eps=eps, n_points=model.n_points,
-                      control_variate=model.control_variate, jitter=model.jitter, eval_gradient=True)
+                      control_variate=model.control_variate, jitter=model.jitter, eval_gradient=True,
+                      workspace=model.workspace)
     s = model.X.shape[0] / X.shape[0]
     g = model.gradients_by_name(r)
     value = s * r.terms["ell"] + r.terms["entropy"] + r.terms["cross"]

@@ -47,7 +47,7 @@ class LatentMarginals:
     Kuf: np.ndarray  # [M, N]
     kdiag: np.ndarray  # [N]
     L: np.ndarray  # chol(Kuu + jitter I)
-    At: np.ndarray  # [M, N] A^T = Kuu^-1 Kuf
+    At: np.ndarray  # [M, N] A^T = Kuu^-1 Kuf (formed on first access if given as None with Kinv)
     AS: np.ndarray  # [K, N, M] A S_k (formed on first access on the fast paths)
     mean: np.ndarray  # [K, N] b_k
     var: np.ndarray  # [K, N] sigma^2_k
@@ -69,7 +69,18 @@ def _set_AS(lat, value):
     lat._AS = value
 
 
+def _get_At(lat):
+    if lat._At is None and lat.Kinv is not None:  # the fused FG path leaves A^T unformed
+        lat._At = lat.Kinv @ lat.Kuf
+    return lat._At
+
+
+def _set_At(lat, value):
+    lat._At = value
+
+
 LatentMarginals.AS = property(_get_AS, _set_AS)
+LatentMarginals.At = property(_get_At, _set_At)
 
 
 def covariance_blocks(kernel, feature, X):

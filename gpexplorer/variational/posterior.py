@@ -208,7 +208,7 @@ class FullGaussian(VariationalPosterior):
             return hit[1]
         L = np.zeros((m, m))
         flat = L.reshape(-1)
-        flat[_tril_flat(m)] = block
+        flat[tril_flat_positions(m)] = block
         d = np.arange(m) * (m + 1)
         flat[d] = np.exp(flat[d])
         L.flags.writeable = False
@@ -233,7 +233,7 @@ class FullGaussian(VariationalPosterior):
         value = 0.0
         for j, (_, sl) in enumerate(self._blocks()):
             m = self.sizes[j]
-            diag_pos = sl.start + _diag_positions(m)
+            diag_pos = sl.start + diag_positions(m)
             value += 0.5 * m * (LOG_2PI + 1.0) + np.sum(self.free[diag_pos])
             g[diag_pos] = 1.0
         return float(value), g
@@ -246,8 +246,8 @@ class FullGaussian(VariationalPosterior):
             G = np.asarray(dS[j])
             G = np.diag(G[0]) if G.ndim == 2 else G[0]
             dL = (G + G.T) @ L
-            g[sl] = dL.reshape(-1)[_tril_flat(self.sizes[j])]
-            g[sl.start + _diag_positions(self.sizes[j])] *= np.diag(L)  # log-diagonal
+            g[sl] = dL.reshape(-1)[tril_flat_positions(self.sizes[j])]
+            g[sl.start + diag_positions(self.sizes[j])] *= np.diag(L)  # log-diagonal
         return g
 
     def _set_identity(self):
@@ -280,7 +280,7 @@ class FullGaussian(VariationalPosterior):
 
 
 @functools.lru_cache(maxsize=64)
-def _tril_flat(m):
+def tril_flat_positions(m):
     """Flat (row-major) positions of np.tril_indices(m) in an (m, m) array."""
     r, c = np.tril_indices(m)
     out = r * m + c
@@ -288,7 +288,7 @@ def _tril_flat(m):
     return out
 
 
-def _diag_positions(m):
+def diag_positions(m):
     """Positions of the diagonal within np.tril_indices(m) (row-major lower triangle)."""
     r = np.arange(m)
     return r * (r + 1) // 2 + r

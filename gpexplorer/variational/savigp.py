@@ -33,6 +33,7 @@ from gpexplorer.variational import estimators, fitting, marginals, prediction
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.elbo import mixture_moments
 from gpexplorer.variational.posterior import make_posterior
+from gpexplorer.workspace import Workspace
 
 GROUPS = ("posterior", "kernel", "inducing", "likelihood")
 
@@ -70,6 +71,7 @@ class SparseVariationalGP:
         self.posterior = make_posterior(posterior, [len(f) for f in self.features], Q)
         self.reset_posterior(seed)
         self.fit_result = None
+        self.workspace = Workspace()  # work arrays of the fused FG path, reused between evaluations
 
     def reset_posterior(self, seed=0):
         """q(u) back to the prior at the current hyperparameters (module docstring); returns self.
@@ -187,7 +189,8 @@ class SparseVariationalGP:
         """The full :class:`gpexplorer.variational.elbo.ElboResult`."""
         return elbo_function(self.X, self.Y, self.kernels, self.features, self.likelihood, self.posterior,
                              estimator=self.estimator, eps=self.eps, n_points=self.n_points,
-                             control_variate=self.control_variate, jitter=self.jitter, eval_gradient=eval_gradient)
+                             control_variate=self.control_variate, jitter=self.jitter, eval_gradient=eval_gradient,
+                             workspace=self.workspace)
 
     def elbo(self, eval_gradient=False):
         """The ELBO; with ``eval_gradient``, (value, {name: gradient}) on the natural scale."""

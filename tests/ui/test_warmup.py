@@ -10,7 +10,7 @@ import pytest
 
 from gpexplorer import warmup
 
-# drives both labs through what a first lesson does, counting numba compilations (cache loads
+# drives the three labs through what a first lesson does, counting numba compilations (cache loads
 # do not fire numba's "numba:compile" event; a compilation does)
 LAB_WORKOUT = r"""
 import json, sys
@@ -49,6 +49,19 @@ lin.settings.max_evals = 8
 lin.start_learning()
 states.append(finish(lin))
 lin.settings.forward = "tanh2"
+from gpexplorer.ui import BlackBoxLab
+def settle(lab):  # a setting change cancels the running fit and queues the next: poll until idle
+    while lab.job is not None and lab.job.state == "running":
+        lab.job.join(300)
+        lab.poll_job()
+    lab.poll_job()
+    return lab.job.state
+box = BlackBoxLab()
+settle(box)
+box.settings.param.update(dataset="toy_binary", rounds=1, evals_per_block=4)
+states.append(settle(box))
+box.settings.estimator = "quadrature"
+states.append(settle(box))
 print(json.dumps({"compiled": compiled, "states": states}))
 """
 
