@@ -89,6 +89,7 @@ def test_gpexplorer_cells_and_score_section_on_tiny_case(bench):
         score = bench.score_section(40, 5, 50, calls=2, **TINY)
     assert cell["sides"]["gpexplorer"]["min"] > 0.0 and math.isfinite(cell["elbo"])
     assert sum(q["share"] for q in prof["parts"] if not q["part"].startswith("  ")) == pytest.approx(1.0)
+    assert all(q["ms"] > 0.0 for q in prof["parts"][:len(bench.QUADRATURE_PARTS)])  # the fused path was profiled
     _check_score_split(score)
     assert 0.0 < score["likelihood_share"] < 1.0 and score["time"]["min"] > 0.0
     results = {"quick": True, "rounds": 1, "block_seconds": 0.005, "environment": bench.bench_sparse.environment(),

@@ -230,19 +230,18 @@ def _top(stats, top):
     return text[start:] if start >= 0 else text
 
 
-#: non-overlapping parts of one quadrature ELBO + gradient (file suffix, function, label)
+#: non-overlapping parts of one quadrature ELBO + gradient on the fused FG path (variational/fused_fg.py):
+#: (file suffix, function, label); what is left of the fused evaluation is its GEMMs and M x M algebra
 QUADRATURE_PARTS = (
-    ("variational/estimators.py", "estimate", "expected log likelihood (estimators.estimate: quadrature grid, "
-                                              "likelihood and its derivative)"),
-    ("variational/marginals.py", "forward", "marginals forward (Kuu, Kuf, Cholesky, A S, b, sigma^2)"),
-    ("variational/marginals.py", "backward", "marginals backward (dm, dS, dKuu, dKuf)"),
-    ("variational/marginals.py", "parameter_gradients", "kernel and Z gradients (covariances.gradients)"),
-    ("variational/posterior.py", "cross_term", "cross term E_q[log p(u)] and its gradients"),
-    ("variational/posterior.py", "entropy", "entropy"),
+    ("variational/fused_fg.py", "_quadrature", "expected log likelihood by quadrature (compiled logit loops "
+                                               "around numpy's exp and log1p)"),
+    ("kernels/_loops.py", "kernel_matrix", "Kuf (compiled distances, numpy's exp)"),
+    ("kernels/_loops.py", "stationary_K_symmetric", "Kuu"),
+    ("linalg.py", "jittered_cholesky", "Cholesky of Kuu (LAPACK dpotrf)"),
+    ("linalg.py", "inv_from_cholesky", "Kuu^-1 (LAPACK dpotri)"),
+    ("kernels/_loops.py", "stationary_contract", "kernel and Z gradient contractions (Kuu and Kuf)"),
 )
-LIKELIHOOD_CALLS = (tuple(("likelihoods/pointwise_base.py", f)
-                          for f in ("log_density", "dlog_density_df", "dlog_density_dparams", "log_density_terms"))
-                    + (("likelihoods/pointwise_zoo.py", "log_density_terms"),))  # the fast path's fused terms
+FUSED = ("variational/fused_fg.py", "_evaluate")
 
 
 def profile_quadrature(N, M, calls=200, top=18):
@@ -251,18 +250,18 @@ def profile_quadrature(N, M, calls=200, top=18):
     stats, wall = _profile(local_side(model).call, calls)
     raw = stats.stats
     total = _entry(raw, "variational/savigp.py", "elbo")[1]
+    fused = _entry(raw, *FUSED)[1]
     parts = []
     for file_end, func, label in QUADRATURE_PARTS:
         n, cum, _ = _entry(raw, file_end, func)
         parts.append({"part": label, "calls_per_eval": n / calls, "ms": 1e3 * cum / calls, "share": cum / total})
-    lik = sum(_entry(raw, f, fn)[1] for f, fn in LIKELIHOOD_CALLS)
-    lik_calls = sum(_entry(raw, f, fn)[0] for f, fn in LIKELIHOOD_CALLS)
-    inner = {"part": "  of which likelihood calls (log p, d log p / df, validation included)",
-             "calls_per_eval": lik_calls / calls, "ms": 1e3 * lik / calls, "share": lik / total}
-    rest = total - sum(q["ms"] for q in parts) * calls / 1e3
-    parts.insert(1, inner)
-    parts.append({"part": "rest (posterior.chain, set_parameters, gradient dict, validation of Y)",
-                  "calls_per_eval": None, "ms": 1e3 * rest / calls, "share": rest / total})
+    inside = fused - sum(q["ms"] for q in parts) * calls / 1e3
+    parts.append({"part": "rest of the fused pass: the GEMMs [C; Kuu^-1] Kuf and A^T diag(g_v) A, M x M algebra, "
+                          "entropy and cross term", "calls_per_eval": None, "ms": 1e3 * inside / calls,
+                  "share": inside / total})
+    outside = total - fused
+    parts.append({"part": "outside it: set_parameters, the gradient dict by name, validation of Y",
+                  "calls_per_eval": None, "ms": 1e3 * outside / calls, "share": outside / total})
     return {"N": N, "M": M, "calls": calls, "profiled_ms_per_eval": 1e3 * total / calls,
             "wall_ms_per_eval": 1e3 * wall / calls, "parts": parts, "top": _top(stats, top)}
 
