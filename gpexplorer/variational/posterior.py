@@ -190,6 +190,13 @@ class FullGaussian(VariationalPosterior):
             yield slice(i, i + m), slice(i + m, i + m + t)
             i += m + t
 
+    def slices(self, k, j):
+        """(mean slice, factor slice) of latent j (k = 0: one component); the factor slice holds
+        the lower triangle of L_j row by row, its diagonal as log L_j,ii."""
+        if k != 0:
+            raise ValueError(f"FG has one component; got k = {k}")
+        return list(self._blocks())[j]
+
     @property
     def means(self):
         return [self.free[sm][None, :] for sm, _ in self._blocks()]

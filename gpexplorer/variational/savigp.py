@@ -223,7 +223,7 @@ class SparseVariationalGP:
         return out
 
     def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="lbfgs",
-            batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None):
+            batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None, whiten=True):
         """Maximise the ELBO; returns a :class:`gpexplorer.optimize.FitResult` (also ``fit_result``).
 
         ``method``: "lbfgs" (L-BFGS-B jointly over every free parameter, ``max_iter`` iterations),
@@ -231,13 +231,14 @@ class SparseVariationalGP:
         hyperparameters, likelihood, ``evals_per_block`` evaluations each) or "adam" (``max_iter``
         minibatch steps of ``batch_size`` rows, ``learning_rate``, a trace entry every
         ``trace_every`` steps). ``fixed``: names or the groups "posterior", "kernel", "inducing",
-        "likelihood". ``callback(entry)`` returning True stops the fit. Details, and what the
+        "likelihood". ``whiten``: L-BFGS moves an FG q(u) in whitened coordinates (same objective).
+        ``callback(entry)`` returning True stops the fit. Details, and what the
         score estimator does under L-BFGS, in :mod:`gpexplorer.variational.fitting`.
         """
         self.fit_result = fitting.fit(self, max_iter=max_iter, fixed=self._fixed_names(fixed), restarts=restarts,
                                       seed=seed, callback=callback, method=method, batch_size=batch_size,
                                       learning_rate=learning_rate, evals_per_block=evals_per_block,
-                                      trace_every=trace_every, tol=tol)
+                                      trace_every=trace_every, tol=tol, whiten=whiten)
         return self.fit_result
 
     # prediction --------------------------------------------------------------------------------
