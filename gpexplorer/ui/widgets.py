@@ -78,7 +78,15 @@ def control_cards(settings, groups, widgets, extras=None):
     extras = extras or {}
     cards = []
     for title, names in groups.items():
-        panel = pn.Param(settings, parameters=names, widgets=widgets, show_name=False, sizing_mode="stretch_width")
+        # every widget stretches to the card: Panel's fixed 300 px default overflows a narrow
+        # sidebar (1024 px screens: the selects and slider tracks crossed the card's edge)
+        specs = {}
+        for name in names:
+            given = widgets.get(name)
+            spec = dict(given) if isinstance(given, dict) else ({"type": given} if given is not None else {})
+            spec.setdefault("sizing_mode", "stretch_width")
+            specs[name] = spec
+        panel = pn.Param(settings, parameters=names, widgets=specs, show_name=False, sizing_mode="stretch_width")
         # the padding keeps slider tracks and dropdowns off the card's border (issue 14 bug 9)
         cards.append(pn.Card(panel, *extras.get(title, ()), header=card_header(title), sizing_mode="stretch_width",
                              styles={"padding": "0 8px 6px 8px"}))

@@ -254,6 +254,11 @@ class SparseVariationalGP:
         pi, means, var = self.predict_components(Xnew)
         return mixture_moments(pi, means, var)
 
+    def predict_f_quantiles(self, Xnew, probabilities=(0.025, 0.975)):
+        """(N*, Q, len(probabilities)) quantiles of the mixture q(f*) per latent (not of a
+        moment-matched Gaussian): :func:`.prediction.latent_quantiles`."""
+        return prediction.latent_quantiles(self, self._check_new(Xnew), probabilities)
+
     def predict_y(self, Xnew, n_points=None, num_samples=2000, seed=0):
         """Mean and variance (N*, 1) of y* under q(f*): see :func:`.prediction.predict_y`."""
         return prediction.predict_y(self, self._check_new(Xnew), n_points, num_samples, seed)

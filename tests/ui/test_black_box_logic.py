@@ -72,6 +72,36 @@ def test_a_fit_fills_every_view(lab):
     assert len(lab.observation.data.data["x"]) == 40
 
 
+def test_bands_are_the_mixtures_own_quantiles(lab):
+    """The latent band is q(f*)'s 2.5-97.5 % and the coal intensity band exp of its 5-95 %, the
+    mixture's quantiles (MoG2 included), not those of a moment-matched Gaussian."""
+    from gpexplorer.variational.prediction import mixture_quantiles
+    grid = lab.problem.grid[:, None]
+    for p in ("fg", "mog1", "mog2"):
+        r, src = lab.results[p], lab.latent.sources[p].data
+        pi, means, var = r.model.predict_components(grid)
+        q = mixture_quantiles(pi, means[:, :, 0], var[:, :, 0], (0.025, 0.975, 0.05, 0.95))
+        np.testing.assert_allclose(src["lower"], q[:, 0], rtol=1e-9)
+        np.testing.assert_allclose(src["upper"], q[:, 1], rtol=1e-9)
+        ratio = np.asarray(lab.observation.sources[p].data["upper"]) / np.exp(q[:, 3])
+        np.testing.assert_allclose(ratio, ratio[0], rtol=1e-9)  # exp(95 % quantile of f) times a constant
+        if p != "mog2":  # one Gaussian: the band is mean +- 1.96 sd
+            np.testing.assert_allclose(src["upper"], r.f_mean + 1.959963984540054 * np.sqrt(r.f_var), rtol=1e-6,
+                                       atol=1e-9)
+
+
+def test_the_elbo_chart_range_skips_a_far_start_but_keeps_the_optimisation():
+    from gpexplorer.ui.black_box.charts import MIN_SPAN, y_range_points
+    far = {"iteration": list(range(8)), "elbo": [-3e5, -1e4, -300.0, -120.0, -100.0, -90.0, -89.0, -88.5]}
+    near = {"iteration": list(range(5)), "elbo": [-110.0, -95.0, -90.0, -87.0, -86.0]}
+    kept = y_range_points([far, near, {"iteration": [], "elbo": []}])
+    # best final -86, lowest point of a second half -100: the range reaches 4 x 14 = 56 nats below
+    assert sorted(kept["elbo"])[:2] == [-120.0, -110.0] and len(kept["elbo"]) == 10
+    flat = y_range_points([{"iteration": [0, 1, 2], "elbo": [-500.0, -50.0, -50.0]}])
+    assert flat["elbo"] == [-50.0, -50.0] and MIN_SPAN > 0  # a converged trace still gets MIN_SPAN of room
+    assert y_range_points([]) == {"iteration": [], "elbo": []}
+
+
 def test_unticking_a_posterior_hides_it_at_once_and_ticking_fits_only_it():
     lab = make_lab(**FAST)
     fg_trace = list(lab.elbo.sources["fg"].data["elbo"])

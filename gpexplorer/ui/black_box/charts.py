@@ -20,8 +20,28 @@ TERMS = (("ell", "Expected log likelihood (ELL)"), ("entropy", "Entropy term"), 
 EMPTY_TRACE = {"iteration": [], "elbo": [], "ell": [], "entropy": [], "cross": []}
 ESTIMATOR_CURVES = {"score": ("score", "#9467bd", "solid"), "score+cv": ("score-cv", "#8c564b", "solid"),
                     "reparam": ("reparam", "#7f7f7f", "solid")}
-TAIL_SKIP = 3  # iterations left out of the ELBO chart's y range (the zoom shows them)
+MIN_SPAN = 20.0  # nats: the least the ELBO chart's y range spans below the best final ELBO
 CURVE_LABELS = {"score": "score function", "score+cv": "score + control variate", "reparam": "reparameterisation"}
+
+
+def y_range_points(traces):
+    """The (iteration, elbo) points the ELBO chart's y range follows: those within R of the best
+    final ELBO, R = max(MIN_SPAN, 4 x the drop from it to the lowest point of any trace's second
+    half). A prior start 1e5 nats below (MoG's diagonal start on an ill-conditioned Kuu) would
+    otherwise flatten the whole optimisation into one line; the zoom tool still reaches it."""
+    kept = [t for t in traces if len(t["iteration"])]
+    if not kept:
+        return {"iteration": [], "elbo": []}
+    top = max(float(t["elbo"][-1]) for t in kept)
+    low = min(float(np.min(t["elbo"][len(t["elbo"]) // 2:])) for t in kept)
+    cut = top - max(MIN_SPAN, 4.0 * (top - low))
+    out = {"iteration": [], "elbo": []}
+    for t in kept:
+        elbo = np.asarray(t["elbo"], dtype=float)
+        keep = elbo >= cut
+        out["iteration"] += list(np.asarray(t["iteration"])[keep])
+        out["elbo"] += list(elbo[keep])
+    return out
 
 
 class ElboFigure:
@@ -72,13 +92,7 @@ class ElboFigure:
             self.items[p].visible = ok
             assign(self.sources[p], trace if ok else EMPTY_TRACE)
             drawn = drawn or ok
-        tail = {"iteration": [], "elbo": []}
-        for p in POSTERIORS.values():
-            data = self.sources[p].data
-            skip = min(TAIL_SKIP, max(0, len(data["iteration"]) - 2))
-            tail["iteration"] += list(data["iteration"][skip:])
-            tail["elbo"] += list(data["elbo"][skip:])
-        assign(self.tail, tail)
+        assign(self.tail, y_range_points([self.sources[p].data for p in POSTERIORS.values()]))
         self.placeholder.visible = not drawn
         for _, _, holder in self.panels:
             holder.visible = not drawn

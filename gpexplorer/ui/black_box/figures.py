@@ -94,7 +94,7 @@ class LatentFigure(BandFigure):
     """q(f*) per posterior: mean and 2 sd (1-D: over x with the true f of a toy; N-D: per test point)."""
 
     def __init__(self):
-        super().__init__("latent", "Latent posterior q(f*): mean and 2 sd", "latent")
+        super().__init__("latent", "Latent posterior q(f*): mean, central 95 %", "latent")
         self.figure.yaxis.axis_label = "f"
 
     def update(self, problem, results, shown):
@@ -105,9 +105,8 @@ class LatentFigure(BandFigure):
         assign(self.data, {"x": [], "y": []})
         self.data_item.visible = False
         self.figure.xaxis.axis_label = problem.x_label
-        drawn = self._draw(problem, results, shown, lambda r: (r.f_mean, r.f_mean - 2 * np.sqrt(r.f_var),
-                                                                   r.f_mean + 2 * np.sqrt(r.f_var)), order)
-        what = "mean and 2 sd over x" if problem.one_d else "mean and 2 sd per test point, ordered by the mean"
+        drawn = self._draw(problem, results, shown, lambda r: (r.f_mean, r.f_lower, r.f_upper), order)
+        what = "mean, central 95 %" + (" over x" if problem.one_d else " per test point (by the mean)")
         self._finish(drawn, f"Latent posterior q(f*): {what}")
 
 
@@ -125,13 +124,13 @@ class ObservationFigure(BandFigure):
         if problem.kind == "count":
             width = problem.extra.get("bin_years", 1.0)
             data = {"x": problem.X[:, 0], "y": problem.Y[:, 0] / width}
-            label, title = "events per year", "Intensity (events per year) with its 90 % band; dots: counts / bin width"
+            label, title = "events per year", "Intensity per year, 90 % band; dots: counts / bin width"
         elif problem.kind == "binary":
             xs = problem.X[:, 0] if one_d else np.arange(len(order), dtype=float)
             ys = problem.Y[:, 0] if one_d else problem.Y_test[order, 0]
             data, label = {"x": xs, "y": ys}, "p(y = 1)"
-            title = ("Class probability p(y = 1 | x); dots: training labels" if one_d else
-                     "Class probability p(y = 1) per test point; dots: true labels")
+            title = ("p(y = 1 | x); dots: training labels" if one_d else
+                     "p(y = 1) per test point; dots: true labels")
         else:
             xs = problem.X[:, 0] if one_d else np.arange(len(order), dtype=float)
             ys = problem.Y[:, 0] if one_d else problem.Y_test[order, 0]
@@ -150,7 +149,7 @@ class ComponentsFigure:
     mean and the band of its full covariance's diagonal); dot size grows with the weight pi_k."""
 
     def __init__(self):
-        fig = lab_figure("components", "q(u): component means with 2 sd at the inducing inputs", 280)
+        fig = lab_figure("components", "q(u) at the inducing inputs: means, 2 sd", 280)
         fig.yaxis.axis_label = "u"
         self.placeholder = range_placeholder(fig)
         legend = outside_legend(fig)
@@ -181,9 +180,9 @@ class ComponentsFigure:
             z = z + OFFSET[p] * spacing * (0.5 if problem.one_d else 1.0)
             assign(src, {"z": z, "mean": c["mean"], "lower": c["mean"] - 2 * c["sd"], "upper": c["mean"] + 2 * c["sd"],
                          "size": np.full(len(z), 5.0 + 7.0 * c["pi"])})
-            weights.append(f"{LABELS[p]} pi{k + 1} = {c['pi']:.2f}" if p == "mog2" else None)
+            weights.append(f"{c['pi']:.2f}" if p == "mog2" else None)
             drawn = True
         self.placeholder.visible = not drawn
-        shown_weights = ", ".join(w for w in weights if w)
-        self.figure.title.text = "q(u): component means with 2 sd at the inducing inputs" + (
+        shown_weights = ("MoG2 pi = " + " / ".join(w for w in weights if w)) if any(weights) else ""
+        self.figure.title.text = "q(u) at the inducing inputs: means, 2 sd" + (
             f" ({shown_weights})" if shown_weights else "")

@@ -33,6 +33,8 @@ class PosteriorResult:
     trace: dict = field(default_factory=dict)  # iteration, elbo, ell, entropy, cross (lists)
     f_mean: np.ndarray | None = None
     f_var: np.ndarray | None = None
+    f_lower: np.ndarray | None = None  # q(f*)'s 2.5 and 97.5 % quantiles (of the mixture itself)
+    f_upper: np.ndarray | None = None
     obs: dict = field(default_factory=dict)  # mean, lower, upper (the 90 % band) of the predictive
     components: list = field(default_factory=list)  # per k: {"pi", "z", "mean", "sd"}
     metrics: dict = field(default_factory=dict)
@@ -152,14 +154,17 @@ def describe(out, model, problem):
     Xs = where(problem)
     mean, var = model.predict_f(Xs)
     out.f_mean, out.f_var = mean[:, 0], np.maximum(var[:, 0], 0.0)
-    sd = np.sqrt(out.f_var)
+    # the bands are the mixture's own quantiles (a two-peaked MoG2 q(f*) is not its moments)
+    q = model.predict_f_quantiles(Xs, (0.025, 0.975, 0.05, 0.95))[:, 0, :]
+    out.f_lower, out.f_upper = q[:, 0], q[:, 1]
     lik = model.likelihood
     if problem.kind == "count" and getattr(lik, "name", "") == "poisson":
-        # intensity in events per year: exp(f + offset) per bin / bin width; the band from q(f*)'s
-        # moment-matched Gaussian (exact for FG and MoG1)
+        # intensity in events per year: exp(f + offset) per bin / bin width, monotone in f, so its
+        # 90 % band is exp of q(f*)'s 5 and 95 % quantiles; its mean E[exp f] per component, mixed
         scale = lik.binsize * np.exp(lik.offset) / problem.extra.get("bin_years", 1.0)
-        out.obs = {"mean": scale * np.exp(out.f_mean + 0.5 * out.f_var), "lower": scale * np.exp(out.f_mean - Z_90 * sd),
-                   "upper": scale * np.exp(out.f_mean + Z_90 * sd)}
+        pi, means, variances = model.predict_components(Xs)
+        expected = np.einsum("k,kn->n", pi, np.exp(means[:, :, 0] + 0.5 * variances[:, :, 0]))
+        out.obs = {"mean": scale * expected, "lower": scale * np.exp(q[:, 2]), "upper": scale * np.exp(q[:, 3])}
     elif problem.kind == "binary" and getattr(lik, "name", "").startswith("bernoulli"):
         p = model.predict_class_probabilities(Xs)[:, 1]
         out.obs = {"mean": p, "lower": p, "upper": p}

@@ -25,13 +25,14 @@ INTRO = (
 
 EXPLAIN = {
     "latent": (
-        "<b>Latent posterior.</b> Each approximation's q(f*) (mean and 2 sd). For 1-D data over x (dashed: a "
+        "<b>Latent posterior.</b> Each approximation's q(f*): its mean and central 95 % band (the mixture's own "
+        "quantiles: a two-peaked MoG2 is not summarised by a mean and sd). For 1-D data over x (dashed: a "
         "toy's true f); for N-D data per test point, ordered by the first shown posterior's mean. FG keeps "
         "correlations between inducing values; MoG's diagonal components do not, which shows as a narrower "
         "or a wigglier band."),
     "observation": (
         "<b>Observation space.</b> Coal mining: the intensity exp(f + offset) per year with its central 90 % "
-        "band (from q(f*)'s moment-matched Gaussian) over counts per year of each bin. Classification: "
+        "band (exp of q(f*)'s 5 and 95 % quantiles) over counts per year of each bin. Classification: "
         "p(y = 1) = E_q[sigmoid(f*)]. Regression: y* with its 90 % band."),
     "elbo": (
         "<b>ELBO</b> over the L-BFGS iterations of the block optimiser (q(u), then the hyperparameters and "
