@@ -1,18 +1,22 @@
-"""Safe user expressions in one variable ``f``, compiled to vectorised numpy functions.
+"""Safe user expressions in ``f`` (and, where a caller allows it, ``y``), compiled to vectorised
+numpy functions.
 
-A dashboard user may type a forward model such as ``2*sign(f) + f**3``. The text is parsed with
+A dashboard user may type a forward model such as ``2*sign(f) + f**3``, or a log likelihood
+such as ``y*f - exp(f) - gammaln(y + 1)`` (``parse_expression(text, variables=("f", "y"))``). The text is parsed with
 :mod:`ast` and the tree is walked once to build a closure per node; evaluation then only calls
 whitelisted numpy functions. Nothing is ever passed to eval/exec/compile.
 
 Grammar (anything else is rejected with a ValueError naming the offending piece):
 
-* the variable ``f``, the constants ``pi`` and ``e``, int/float literals;
+* the variable ``f`` (and the caller's other ``variables``), the constants ``pi`` and ``e``,
+  int/float literals;
 * binary ``+ - * / **``, unary ``-`` and ``+``, parentheses;
 * ``^`` is accepted as a synonym of ``**`` (mathematical notation; Python's bitwise XOR has no
   meaning for real numbers). It is rewritten textually before parsing so that it gets the
   precedence and right-associativity of ``**``: ``2*f^3`` is 2 f^3 and ``-f^2`` is -(f^2);
-* calls with positional arguments of: sin cos tan exp log sqrt tanh sinh cosh arctan abs sign
-  floor ceil sigmoid logistic (one argument) and minimum maximum (two arguments).
+* calls with positional arguments of: sin cos tan exp log log1p sqrt tanh sinh cosh arctan abs
+  sign floor ceil sigmoid logistic log_sigmoid ndtr log_ndtr gammaln (one argument) and minimum
+  maximum (two arguments).
 
 Limits: at most ``MAX_LENGTH`` characters and ``MAX_DEPTH`` levels of nesting; in ``a ** b`` an
 exponent that does not depend on f must satisfy |b| <= ``MAX_EXPONENT`` (so ``9**9**9`` is
@@ -55,6 +59,9 @@ FUNCTIONS = {
     "tanh": (np.tanh, 1), "sinh": (np.sinh, 1), "cosh": (np.cosh, 1), "arctan": (np.arctan, 1),
     "abs": (np.abs, 1), "sign": (np.sign, 1), "floor": (np.floor, 1), "ceil": (np.ceil, 1),
     "sigmoid": (special.expit, 1), "logistic": (special.expit, 1),
+    # for typed log likelihoods: log1p, log sigmoid(z), Phi(z), log Phi(z), log Gamma(z) (y! = Gamma(y + 1))
+    "log1p": (np.log1p, 1), "log_sigmoid": (special.log_expit, 1), "ndtr": (special.ndtr, 1),
+    "log_ndtr": (special.log_ndtr, 1), "gammaln": (special.gammaln, 1),
     "minimum": (np.minimum, 2), "maximum": (np.maximum, 2),
 }
 #: functions with jumps or kinks: an expression using them has no usable Taylor linearisation
@@ -79,11 +86,14 @@ _REFUSED = {
 
 @dataclass(frozen=True)
 class Expression:
-    """A validated expression in ``f``; call it on an array of f values (any shape)."""
+    """A validated expression; call it on an array of f values (any shape), or give every
+    variable to :meth:`evaluate_with`."""
 
     text: str
     functions: frozenset = field(default_factory=frozenset)
     _evaluate: object = field(default=None, repr=False, compare=False)
+    variables: frozenset = frozenset({VARIABLE})  # the variables it uses
+    allowed: tuple = (VARIABLE,)  # the variables it was allowed to use
 
     @property
     def non_differentiable_functions(self):
@@ -96,10 +106,19 @@ class Expression:
 
     def __call__(self, f):
         """Values at f (same shape as f); inf/NaN where the expression overflows or is undefined."""
-        f = np.asarray(f, dtype=float)
+        return self.evaluate_with(f=f)
+
+    def evaluate_with(self, **values):
+        """Values at the given variables (arrays broadcast together; every allowed variable must
+        be given); inf/NaN where the expression overflows or is undefined."""
+        missing = [v for v in self.allowed if v not in values]
+        if missing:
+            raise ValueError(f"expression {self.text!r} needs values for {missing}")
+        arrays = {k: np.asarray(v, dtype=float) for k, v in values.items()}
+        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
         with np.errstate(all="ignore"):
-            out = np.asarray(self._evaluate(f), dtype=float)
-        return np.broadcast_to(out, f.shape).copy()
+            out = np.asarray(self._evaluate(arrays), dtype=float)
+        return np.broadcast_to(out, shape).copy()
 
     def evaluate(self, f, require_finite=False):
         """Like calling the expression; with ``require_finite`` raise unless every value is finite."""
@@ -154,8 +173,9 @@ def _refuse_non_finite(values, inputs, what, need):
         raise ValueError(f"{err}; {need}") from None
 
 
-def parse_expression(text):
-    """Parse and validate ``text``; return an :class:`Expression` (ValueError if refused)."""
+def parse_expression(text, variables=(VARIABLE,)):
+    """Parse and validate ``text`` in the names ``variables`` (default: f alone); return an
+    :class:`Expression` (ValueError if refused)."""
     if not isinstance(text, str):
         raise ValueError(f"an expression must be a string; got {type(text).__name__}")
     stripped = text.strip()
@@ -170,12 +190,13 @@ def parse_expression(text):
         raise ValueError(f"{stripped!r} is not a valid expression: {err.msg}") from None
     except (RecursionError, MemoryError):
         raise ValueError(f"{stripped!r} is nested too deeply") from None
-    compiler = _Compiler()
+    compiler = _Compiler(tuple(variables))
     evaluate, constant = compiler.compile(tree.body, 0)
     if constant is not None:
         value = constant
-        evaluate = lambda f: value  # noqa: E731 - a constant model is legal, if dull
-    return Expression(text=stripped, functions=frozenset(compiler.functions), _evaluate=evaluate)
+        evaluate = lambda env: value  # noqa: E731 - a constant model is legal, if dull
+    return Expression(text=stripped, functions=frozenset(compiler.functions), _evaluate=evaluate,
+                      variables=frozenset(compiler.used), allowed=tuple(variables))
 
 
 def _snippet(node):
@@ -186,10 +207,13 @@ def _snippet(node):
 
 
 class _Compiler:
-    """Walks the AST once; each node becomes (evaluate(f) -> array, constant value or None)."""
+    """Walks the AST once; each node becomes (evaluate(env) -> array, constant value or None),
+    env mapping each variable's name to its array."""
 
-    def __init__(self):
+    def __init__(self, variables=(VARIABLE,)):
         self.functions = set()
+        self.variables = variables
+        self.used = set()
 
     def compile(self, node, depth):
         if depth > MAX_DEPTH:
@@ -215,13 +239,17 @@ class _Compiler:
         return None, number
 
     def _name(self, node, depth):
-        if node.id == VARIABLE:
-            return (lambda f: f), None
+        if node.id in self.variables:
+            name = node.id
+            self.used.add(name)
+            return (lambda env: env[name]), None
         if node.id in CONSTANTS:
             return None, CONSTANTS[node.id]
         if node.id in FUNCTIONS:
             raise ValueError(f"function {node.id!r} must be called, e.g. {node.id}(f)")
-        raise ValueError(f"unknown name {node.id!r}: the only variable is f and the constants are pi and e")
+        names = (f"the only variable is {self.variables[0]}" if len(self.variables) == 1 else
+                 f"the variables are {', '.join(self.variables[:-1])} and {self.variables[-1]}")
+        raise ValueError(f"unknown name {node.id!r}: {names} and the constants are pi and e")
 
     def _unary(self, node, depth):
         op = _UNARY.get(type(node.op))
@@ -269,13 +297,13 @@ class _Compiler:
             return None, value
         if len(compiled) == 1:
             (fn, _), = compiled
-            return (lambda f: op(fn(f))), None
+            return (lambda env: op(fn(env))), None
         (fa, ca), (fb, cb) = compiled
         if ca is not None:
-            return (lambda f: op(ca, fb(f))), None
+            return (lambda env: op(ca, fb(env))), None
         if cb is not None:
-            return (lambda f: op(fa(f), cb)), None
-        return (lambda f: op(fa(f), fb(f))), None
+            return (lambda env: op(fa(env), cb)), None
+        return (lambda env: op(fa(env), fb(env))), None
 
     _HANDLERS = {ast.Constant: _constant, ast.Name: _name, ast.UnaryOp: _unary, ast.BinOp: _binary,
                  ast.Call: _call}

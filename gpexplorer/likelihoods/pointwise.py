@@ -21,6 +21,9 @@ warped_gaussian    N(t(y); f, variance) t'(y)                 1    variance, a, 
                                                                    c (3 each)        spec savigp.md
 =================  =========================================  ===  ================  ======================
 
+``get_likelihood("expression", text="y*f - exp(f) - gammaln(y + 1)")`` builds a log likelihood
+typed as text in f and y (``TYPED_LIKELIHOODS``, :mod:`.pointwise_expression`).
+
 Multi-output likelihoods (observations Y of shape (N, P), P = ``n_outputs``) are registered in
 ``MULTI_OUTPUT_LIKELIHOODS``, which ``get_likelihood`` also resolves; ``LIKELIHOODS`` stays the
 single-output (P = 1) set that the user interface and the generic likelihood tests iterate over:
@@ -39,26 +42,30 @@ import difflib
 import inspect
 
 from gpexplorer.likelihoods.pointwise_base import ExpectedLogDensity, PointwiseLikelihood
+from gpexplorer.likelihoods.pointwise_expression import ExpressionLikelihood
 from gpexplorer.likelihoods.pointwise_gprn import GPRN
 from gpexplorer.likelihoods.pointwise_warped import WarpedGaussian
 from gpexplorer.likelihoods.pointwise_zoo import Bernoulli, BernoulliLogit, BernoulliProbit, Gaussian, Poisson, Softmax
 
 __all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "Bernoulli", "BernoulliLogit", "BernoulliProbit",
-           "Poisson", "Softmax", "WarpedGaussian", "GPRN", "LIKELIHOODS", "MULTI_OUTPUT_LIKELIHOODS", "get_likelihood"]
+           "Poisson", "Softmax", "WarpedGaussian", "GPRN", "ExpressionLikelihood", "LIKELIHOODS",
+           "MULTI_OUTPUT_LIKELIHOODS", "TYPED_LIKELIHOODS", "get_likelihood"]
 
 LIKELIHOODS = {"gaussian": Gaussian, "bernoulli_logit": BernoulliLogit, "bernoulli_probit": BernoulliProbit,
                "poisson": Poisson, "softmax": Softmax, "warped_gaussian": WarpedGaussian}
 
 #: likelihoods of observations with P > 1 columns (module docstring)
 MULTI_OUTPUT_LIKELIHOODS = {"gprn": GPRN}
+#: a log density typed as text in f and y (option ``text``; no sampler, so not in LIKELIHOODS)
+TYPED_LIKELIHOODS = {"expression": ExpressionLikelihood}
 
 ALIASES = {"normal": "gaussian", "logit": "bernoulli_logit", "logistic": "bernoulli_logit",
            "probit": "bernoulli_probit", "lgcp": "poisson", "warped": "warped_gaussian", "wgp": "warped_gaussian"}
 
 
 def get_likelihood(spec, **options):
-    """A :class:`PointwiseLikelihood` from a registered name (``LIKELIHOODS`` or
-    ``MULTI_OUTPUT_LIKELIHOODS``; case-insensitive; aliases normal,
+    """A :class:`PointwiseLikelihood` from a registered name (``LIKELIHOODS``,
+    ``MULTI_OUTPUT_LIKELIHOODS`` or ``TYPED_LIKELIHOODS``; case-insensitive; aliases normal,
     logit, logistic, probit, lgcp, warped, wgp) with constructor options, or an instance (returned
     as is; options are then refused). Unknown names raise ValueError with the closest match."""
     if isinstance(spec, PointwiseLikelihood):
@@ -69,7 +76,7 @@ def get_likelihood(spec, **options):
         raise ValueError(f"likelihood must be a name or a PointwiseLikelihood; got {type(spec).__name__}")
     key = spec.strip().lower()
     key = ALIASES.get(key, key)
-    registered = {**LIKELIHOODS, **MULTI_OUTPUT_LIKELIHOODS}
+    registered = {**LIKELIHOODS, **MULTI_OUTPUT_LIKELIHOODS, **TYPED_LIKELIHOODS}
     if key not in registered:
         close = difflib.get_close_matches(key, list(registered) + list(ALIASES), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -183,3 +183,27 @@ def test_screenshot(open_lab, tmp_path):
     assert colours is not None and len(colours) > 200, "screenshot nearly uniform: a blank page?"
     for rgb in ((214, 39, 40), (31, 119, 180), (44, 160, 44)):  # each posterior's colour is drawn
         assert any(sum(abs(a - b) for a, b in zip(c, rgb)) < 40 for _, c in colours), f"colour {rgb} missing"
+
+
+def test_a_typed_likelihood_fits_and_a_refused_one_is_answered(open_lab):
+    """Likelihood -> "Typed": the text box appears; a written-out Poisson fits; text that is not
+    an allowed expression is answered in a badge and the page keeps working."""
+    lab = open_lab("?n_bins=40&rounds=1&evals_per_block=4")
+    page = lab.page
+    page.get_by_label("Likelihood").select_option("Typed: log p(y | f) = ...")
+    box = page.get_by_label("log p(y | f) =")
+    expect(box).to_be_visible()
+    expect(page.locator("#job-status")).to_contain_text("fitted FG, MoG1, MoG2", timeout=FIT_MS)
+    expect(page).to_have_url(re.compile(r"[?&]likelihood=expression"))
+    box.fill("y*f - exp(f)")  # no log y!: fits, with a note that it is not normalised
+    box.press("Enter")
+    expect(page.locator("#job-status")).to_contain_text("not to 1", timeout=FIT_MS)
+    box.fill("__import__('os').system('true')")
+    box.press("Enter")
+    expect(page.locator("#badges")).to_contain_text("not allowed", timeout=FIT_MS)
+    box.fill("y*f - exp(f) - gammaln(y + 1)")
+    box.press("Enter")
+    expect(page.locator("#badges")).not_to_contain_text("not allowed", timeout=FIT_MS)
+    expect(page.locator("#job-status")).to_have_attribute("data-state", "done", timeout=FIT_MS)
+    expect(page.locator("#job-status")).not_to_contain_text("not to 1")
+    page.wait_for_function(f"() => {length_js('latent-fg')[6:]} === {GRID}")

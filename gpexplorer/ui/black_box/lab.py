@@ -185,6 +185,8 @@ class BlackBoxLab(LabBase):
             message = f"fitted {', '.join(cfg.LABELS[p] for p in posteriors)} in {job.elapsed:.2f} s"
             if failed:
                 message += f"; {', '.join(failed)} failed (see the metrics table)"
+            if job.result.get("note"):
+                message += f"; note: {job.result['note']}"
             self.status.object = texts.status_html("done", message)
         elif state == "done":
             self.status.object = texts.status_html("discarded", "fit discarded: the settings changed while fitting")

@@ -89,7 +89,8 @@ def expected_iterations(options):
 
 def fit_all(problem, posteriors, options, live=None, report=None, cancelled=lambda: False):
     """Fit every posterior in turn; returns {"results": {posterior: PosteriorResult}, "variance":
-    the variance curve at the first fitted posterior's marginals (or None)}. ``report(fraction,
+    the variance curve at the first fitted posterior's marginals (or None), "note": a typed
+    likelihood's normalisation warning (or None)}. ``report(fraction,
     message)`` and ``cancelled()`` are the job's; a cancelled fit stops at its next iteration."""
     live = live or LiveTrace()
     results, n = {}, len(posteriors)
@@ -112,6 +113,7 @@ def fit_all(problem, posteriors, options, live=None, report=None, cancelled=lamb
     if report is not None:
         report(n / (n + 0.3), "estimator variance against S")
     fitted = [r for r in results.values() if r.error is None]
+    note = normalisation_note(fitted[0].model.likelihood) if fitted else None
     curve = None
     if fitted:
         try:
@@ -119,7 +121,22 @@ def fit_all(problem, posteriors, options, live=None, report=None, cancelled=lamb
             curve["posterior"] = fitted[0].posterior
         except (ValueError, FloatingPointError, np.linalg.LinAlgError) as err:
             curve = {"error": f"{type(err).__name__}: {err}"}
-    return {"results": results, "variance": curve}
+    return {"results": results, "variance": curve, "note": note}
+
+
+def normalisation_note(likelihood):
+    """For a typed likelihood, what its total mass over y says (None if it sums to one, or for
+    a registered likelihood): an unnormalised one still fits, but its ELBO bounds no probability."""
+    if not hasattr(likelihood, "normalisation"):
+        return None
+    try:
+        _, mass = likelihood.normalisation()
+    except ValueError as err:
+        return f"the typed likelihood's mass over y could not be summed ({err})"
+    if np.max(np.abs(mass - 1.0)) <= 1e-3:
+        return None
+    return (f"the typed exp(log p(y | f)) sums to {mass.min():.3g}-{mass.max():.3g} over y (f in [-3, 3]), "
+            "not to 1: the ELBO is then no bound on a probability, and NLPD compares with nothing")
 
 
 def fit_one(problem, posterior, options, callback=None):

@@ -11,13 +11,16 @@ from __future__ import annotations
 import param
 
 from gpexplorer.likelihoods import LIKELIHOODS
+from gpexplorer.likelihoods.pointwise_expression import ExpressionLikelihood
 
 DATASETS = {"Coal-mining disasters (LGCP)": "coal", "Breast cancer (30-D binary)": "cancer",
             "1-D binary toy": "toy_binary", "1-D Gaussian toy": "toy_gaussian", "Uploaded CSV": "upload"}
-#: likelihoods offered; "auto" is the data set's own (softmax needs multi-class data: not offered)
+#: likelihoods offered; "auto" is the data set's own, "expression" the one typed into ``log_likelihood``
+#: (softmax needs multi-class data: not offered)
 LIKELIHOOD_CHOICES = {"the data set's": "auto", "Gaussian": "gaussian", "Bernoulli (logit)": "bernoulli_logit",
                       "Bernoulli (probit)": "bernoulli_probit", "Poisson": "poisson",
-                      "Warped Gaussian": "warped_gaussian"}
+                      "Warped Gaussian": "warped_gaussian", "Typed: log p(y | f) = ...": "expression"}
+DEFAULT_EXPRESSION = "y*f - exp(f) - gammaln(y + 1)"
 POSTERIORS = {"FG": "fg", "MoG1": "mog1", "MoG2": "mog2"}
 LABELS = {v: k for k, v in POSTERIORS.items()}
 ESTIMATORS = {"Score function (black box)": "score", "Reparameterisation": "reparam",
@@ -25,7 +28,7 @@ ESTIMATORS = {"Score function (black box)": "score", "Reparameterisation": "repa
 
 # which settings invalidate what: the data (and every fit), or the fits only
 DATA = ("dataset", "n_bins", "n_train", "data_seed")
-MODEL = ("likelihood", "M", "estimator", "num_samples", "control_variate", "rounds", "evals_per_block")
+MODEL = ("likelihood", "log_likelihood", "M", "estimator", "num_samples", "control_variate", "rounds", "evals_per_block")
 SHOWN = ("posteriors",)
 
 
@@ -40,6 +43,9 @@ class BlackBoxSettings(param.Parameterized):
     data_seed = param.Integer(default=0, bounds=(0, 10_000), doc="Seed of the toy data and of the splits")
     likelihood = param.Selector(default="auto", objects=LIKELIHOOD_CHOICES, label="Likelihood",
                                 doc="p(y | f), evaluated only pointwise (the black box)")
+    log_likelihood = param.String(default=DEFAULT_EXPRESSION, label="log p(y | f) =",
+                                  doc="Typed in f and y: + - * / ^, exp log log1p sqrt sin cos tanh sigmoid "
+                                      "log_sigmoid ndtr log_ndtr gammaln ... (whitelisted, never evaluated as code)")
     posteriors = param.ListSelector(default=list(POSTERIORS.values()), objects=POSTERIORS,
                                     label="Posteriors q(u)",
                                     doc="Full Gaussian, or mixtures of 1 or 2 diagonal Gaussians, side by side")
@@ -66,6 +72,10 @@ class BlackBoxSettings(param.Parameterized):
         self._show("n_train", self.dataset in ("cancer", "toy_binary", "toy_gaussian"))
         self._show("data_seed", self.dataset != "coal")
 
+    @param.depends("likelihood", watch=True, on_init=True)
+    def _show_expression(self):
+        self._show("log_likelihood", self.likelihood == "expression")
+
     @param.depends("estimator", watch=True, on_init=True)
     def _show_sampling_controls(self):
         self._show("num_samples", self.estimator != "quadrature")
@@ -81,7 +91,7 @@ def _order(cls):
 def control_groups():
     """Parameter names of each control panel, in display order."""
     return {
-        "Data and likelihood": ["dataset", "n_bins", "n_train", "data_seed", "likelihood"],
+        "Data and likelihood": ["dataset", "n_bins", "n_train", "data_seed", "likelihood", "log_likelihood"],
         "Approximation": ["posteriors", "M", "estimator", "num_samples", "control_variate"],
         "Optimiser": ["rounds", "evals_per_block"],
     }
@@ -95,7 +105,7 @@ def url_parameters():
 def likelihood_name(s, problem):
     """The registered likelihood used: the setting's, or the data set's with "auto"."""
     name = problem.likelihood if s.likelihood == "auto" else s.likelihood
-    if name not in LIKELIHOODS:
+    if name not in LIKELIHOODS and name != "expression":
         raise ValueError(f"unknown likelihood {name!r}")
     return name
 
@@ -103,7 +113,11 @@ def likelihood_name(s, problem):
 def fit_options(s, problem):
     """A plain snapshot of everything the background fit needs from the settings."""
     lik = likelihood_name(s, problem)
-    return {"likelihood": lik, "likelihood_options": problem.options if lik == "poisson" else {},
+    options = problem.options if lik == "poisson" else {}
+    if lik == "expression":
+        ExpressionLikelihood(s.log_likelihood).validate(problem.Y)  # a typing error is reported before any fit
+        options = {"text": s.log_likelihood}
+    return {"likelihood": lik, "likelihood_options": options,
             "M": int(s.M), "estimator": s.estimator, "num_samples": int(s.num_samples),
             "control_variate": bool(s.control_variate and s.estimator == "score"),
             "rounds": int(s.rounds), "evals_per_block": int(s.evals_per_block)}
