@@ -23,7 +23,9 @@ free vector as is, log of positive parameters, within ``parameter_specs`` boxes)
   one round to the next (``details["round_objectives"]``);
 * ``whiten`` (default True, both L-BFGS methods): an FG q(u)'s entries are optimised in whitened
   coordinates (:mod:`.whitening`; m = Lk m~, L_S = Lk L~ with Kuu = Lk Lk^T at the start of the
-  q block, or of the run for "lbfgs"). The objective and its optimum are the same; the paper's
+  q block, or of the run for "lbfgs"). Not for Adam, whose per-coordinate scaling already
+  adapts: on 1000 MNIST images (M = 20 x 10 latents, 100 steps) whitening gave 71.4 % against
+  73.2 % accuracy and a lower ELBO (-1813 against -1761). The objective and its optimum are the same; the paper's
   optimiser has no such change of variables, and without it a full Gaussian's q block moves
   little in 25 evaluations wherever Kuu is ill-conditioned;
 * ``"adam"``: minibatch stochastic optimisation. Each step takes ``batch_size`` rows without
@@ -359,7 +361,8 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
     chosen = min(runs, key=lambda r: r["objective"])
     model.set_parameters(chosen["best"].params)
     details = {**chosen["details"], "method": method, "objective": kind, "stopped": stopped,
-               "whitened_q": bool(whiten and method != "adam"),
+               "whitened_q": bool(whiten and method != "adam" and "posterior" in packer.names
+                                  and not model.posterior.diagonal and model.posterior.K == 1),
                "entropy": model.posterior.entropy_kind, "terms": "neg_ell + neg_entropy + neg_cross = -ELBO"}
     if method == "adam":
         details.update(batch_size=batch_size or model.X.shape[0], trace_every=trace_every,
