@@ -23,11 +23,11 @@ free vector as is, log of positive parameters, within ``parameter_specs`` boxes)
   one round to the next (``details["round_objectives"]``);
 * ``whiten`` (default True, both L-BFGS methods): an FG q(u)'s entries are optimised in whitened
   coordinates (:mod:`.whitening`; m = Lk m~, L_S = Lk L~ with Kuu = Lk Lk^T at the start of the
-  q block, or of the run for "lbfgs"). Not for Adam, whose per-coordinate scaling already
-  adapts: on 1000 MNIST images (M = 20 x 10 latents, 100 steps) whitening gave 71.4 % against
-  73.2 % accuracy and a lower ELBO (-1813 against -1761). The objective and its optimum are the same; the paper's
+  q block, or of the run for "lbfgs"). The objective and its optimum are the same; the paper's
   optimiser has no such change of variables, and without it a full Gaussian's q block moves
-  little in 25 evaluations wherever Kuu is ill-conditioned;
+  little in 25 evaluations wherever Kuu is ill-conditioned. Not for Adam, whose per-coordinate
+  scaling already adapts: on 1000 MNIST images (M = 20 x 10 latents, 100 steps) whitening gave
+  71.4 % against 73.2 % accuracy and a lower ELBO (-1813 against -1761);
 * ``"adam"``: minibatch stochastic optimisation. Each step takes ``batch_size`` rows without
   replacement (all rows if None), scales the expected log likelihood by N / batch_size (an
   unbiased estimate of eq. 8 and its gradient), draws fresh eps for the Monte Carlo estimators
