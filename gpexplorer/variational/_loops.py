@@ -73,3 +73,34 @@ def logit_moments(w, x, work, s, sd, out):
     for n in range(N):
         out[1, n] *= s[n]
         out[2, n] *= s[n] / (2.0 * sd[n])
+
+
+@njit_cached
+def form_samples(b, sd, eps, out):
+    """out[s, n] = b[n] + sd[n] eps[s, n]: the Monte Carlo samples of one latent's f (eq. 12);
+    several latents go through as N x Q columns."""
+    S, N = eps.shape
+    for s in range(S):
+        for n in range(N):
+            out[s, n] = b[n] + sd[n] * eps[s, n]
+    return out
+
+
+@njit_cached
+def score_sums(lp, eps, acc):
+    """The score estimator's running sums over a block of samples (eq. 13) for one latent,
+    l = log p(y | f_s): acc[0..5, n] += sum_s of l, l^2, l eps, (l eps)^2, l (eps^2 - 1) and
+    (l (eps^2 - 1))^2. Two-dimensional arrays (samples x points) keep the inner loop vectorised."""
+    S, N = lp.shape
+    for s in range(S):
+        for n in range(N):
+            l = lp[s, n]
+            e = eps[s, n]
+            le = l * e
+            lq = le * e - l
+            acc[0, n] += l
+            acc[1, n] += l * l
+            acc[2, n] += le
+            acc[3, n] += le * le
+            acc[4, n] += lq
+            acc[5, n] += lq * lq

@@ -48,6 +48,7 @@ import numpy as np
 
 from gpexplorer.likelihoods import quadrature
 from gpexplorer.likelihoods.pointwise_base import PointwiseLikelihood
+from gpexplorer.variational import _loops as loops
 
 METHODS = ("quadrature", "reparam", "score")
 #: Gauss-Hermite points per latent by Q (n^Q nodes in all)
@@ -208,32 +209,37 @@ def _checked_log_density(lik, Y):
 def _fast_score(terms, bk, sk, eps, y, lp_out):
     """The score estimator's :func:`_moments` part (value, parameter derivatives) and, unless
     ``lp_out`` is given (the control variate: log p is stored there for :func:`_score`), its
-    (d/db, d/dsigma^2) and their variances from running sums over the samples."""
-    S = eps.shape[0]
+    (d/db, d/dsigma^2) and their variances from running sums over the samples. The loop over the
+    samples is compiled (:mod:`._loops`: forming f, the score weights and their running sums, on
+    (samples x N Q) blocks); only log p, the black box, is the likelihood's own code, called once
+    per block."""
+    S, (N, Q) = eps.shape[0], bk.shape
     step = max(1, FAST_BLOCK // max(1, bk.size))
-    acc = {}
+    acc = np.zeros((6, N, Q))
+    params = {}
+    F = np.empty((min(step, S), N, Q))
+    b, sd = np.ascontiguousarray(bk).reshape(-1), np.ascontiguousarray(sk).reshape(-1)
     for i in range(0, S, step):
-        e = eps[i:i + step]
-        lp, _, dp = terms(bk + sk * e, y, False, True)
-        _accumulate(acc, "value", lp.sum(axis=0))
-        _accumulate(acc, "value2", np.einsum("sn,sn->n", lp, lp))
+        e = np.ascontiguousarray(eps[i:i + step]).reshape(-1, N * Q)
+        f = F[:e.shape[0]]
+        loops.form_samples(b, sd, e, f.reshape(-1, N * Q))
+        lp, _, dp = terms(f, y, False, True)
+        lp = np.ascontiguousarray(lp, dtype=float)
         for name, d in dp.items():
-            _accumulate(acc, "p:" + name, d.sum(axis=0))
-        if lp_out is not None:
+            _accumulate(params, "p:" + name, d.sum(axis=0))
+        if lp_out is not None:  # the control variate needs log p itself, not the running sums
             lp_out[i:i + step] = lp
+            acc[0, :, 0] += lp.sum(axis=0)
+            acc[1, :, 0] += np.einsum("sn,sn->n", lp, lp)
             continue
-        le = lp[..., None] * e  # l eps
-        lq = le * e - lp[..., None]  # l (eps^2 - 1)
-        for name, a in (("le", le), ("lq", lq)):
-            _accumulate(acc, name, a.sum(axis=0))
-            _accumulate(acc, name + "2", np.einsum("snq,snq->nq", a, a))
-    sums = {n: v / S for n, v in acc.items() if n == "value" or n.startswith("p:")}
-    sq = {"value": acc["value2"] / S}
+        for q in range(Q):
+            loops.score_sums(lp, np.ascontiguousarray(e.reshape(-1, N, Q)[:, :, q]), acc[:, :, q])
+    sums = {"value": acc[0, :, 0] / S, **{n: v / S for n, v in params.items()}}
+    sq = {"value": acc[1, :, 0] / S}
     if lp_out is not None:
         return sums, sq, None
     out, var_out = [], []
-    for name, scale in (("le", sk), ("lq", 2.0 * sk ** 2)):
-        total, total2 = acc[name], acc[name + "2"]
+    for (total, total2), scale in (((acc[2], acc[3]), sk), ((acc[4], acc[5]), 2.0 * sk ** 2)):
         out.append(total / (S * scale))
         var_out.append(np.maximum(total2 - total ** 2 / S, 0.0) / (S - 1) / scale ** 2 / S)
     return sums, sq, (out, var_out)

@@ -285,23 +285,26 @@ def _form_f_seconds(bk, sk, eps):
     (same block size, same arrays: the model's eps and the marginals of the evaluation)."""
     step = max(1, estimators.FAST_BLOCK // max(1, bk.size))
     total = 0.0
+    width = bk.size
+    b, sd = np.ascontiguousarray(bk).reshape(-1), np.ascontiguousarray(sk).reshape(-1)
+    F = np.empty((min(step, eps.shape[0]), width))
     for i in range(0, eps.shape[0], step):
-        e = eps[i:i + step]
+        e = np.ascontiguousarray(eps[i:i + step]).reshape(-1, width)
         t0 = time.perf_counter()
-        F = bk + sk * e
+        estimators.loops.form_samples(b, sd, e, F[:e.shape[0]])
         total += time.perf_counter() - t0
-        del F
     return total
 
 
 #: the stages of one score-estimator evaluation (key, label); the three top-level ones add up to it
 SCORE_STAGES = (
-    ("sampling", "sampling: forming f = b + sqrt(var) eps (S x N), block by block"),
+    ("sampling", "sampling: forming f = b + sqrt(var) eps (S x N), block by block (compiled)"),
     ("likelihood", "likelihood: log p(y given f) on those samples (log_density per block, input checks included)"),
     ("log_p", "  of which log p itself (the likelihood's _log_density)"),
     ("checks", "  of which input checks (Y labels, F finite and shaped)"),
     ("rest", "rest: score weights and running sums, marginals, backward pass, kernel and Z gradients, KL terms"),
-    ("sums", "  of which score weights l eps, l (eps^2 - 1) and their running sums / variances over S"),
+    ("sums", "  of which score weights l eps, l (eps^2 - 1) and their running sums / variances over S "
+             "(compiled)"),
     ("outside", "  of which outside the sample loop: marginals, backward pass, kernel and Z gradients, "
                 "entropy, cross term, set-up"),
 )
