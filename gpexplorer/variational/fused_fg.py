@@ -34,7 +34,8 @@ from gpexplorer.linalg import inv_from_cholesky, jittered_cholesky, solve_lower
 from gpexplorer.variational import _loops as loops
 from gpexplorer.variational import estimators
 from gpexplorer.variational.marginals import LatentMarginals
-from gpexplorer.variational.posterior import LOG_2PI, FullGaussian, diag_positions, tril_flat_positions
+from gpexplorer.variational.packing import diag_positions, tril_flat_positions
+from gpexplorer.variational.posterior import LOG_2PI, FullGaussian
 from gpexplorer.workspace import array, borrow, give_back
 
 

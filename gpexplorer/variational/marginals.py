@@ -136,24 +136,16 @@ def forward_blocks(Kuu, Kuf, kdiag, means, S_times, jitter=1e-6, *, factor=None,
 
 def forward_reference(Kuu, Kuf, kdiag, means, S_times, jitter=1e-6):
     """:func:`forward_blocks` by Cholesky solves and ``S_times``: the plain path (reference)."""
-    Kuu = np.asarray(Kuu, dtype=float)
-    Kuf = np.asarray(Kuf, dtype=float)
-    M, N = Kuf.shape
-    if Kuu.shape != (M, M) or np.shape(kdiag) != (N,):
-        raise ValueError(f"Kuu must be ({M}, {M}) and kdiag ({N},) for Kuf of shape {Kuf.shape}; "
-                         f"got {Kuu.shape} and {np.shape(kdiag)}")
+    Kuu, Kuf, kdiag, means = _checked(Kuu, Kuf, kdiag, means)
     L, jitter_used = jittered_cholesky(Kuu, jitter, what="Kuu")
     At = sla.cho_solve((L, True), Kuf, check_finite=False)  # Kuu^-1 Kuf
     A = At.T
-    means = np.asarray(means, dtype=float)
-    if means.ndim != 2 or means.shape[1] != M:
-        raise ValueError(f"means must be (K, {M}); got {means.shape}")
     mean = means @ At  # (K, N)
     AS = S_times(A)
     qff = np.einsum("mn,mn->n", At, Kuf)
     var = kdiag[None, :] - qff[None, :] + np.einsum("knm,nm->kn", AS, A)
-    return LatentMarginals(Kuu=Kuu, Kuf=Kuf, kdiag=np.asarray(kdiag, dtype=float), L=L, At=At, AS=AS,
-                           mean=mean, var=var, jitter_used=jitter_used)
+    return LatentMarginals(Kuu=Kuu, Kuf=Kuf, kdiag=kdiag, L=L, At=At, AS=AS, mean=mean, var=var,
+                           jitter_used=jitter_used)
 
 
 def forward(kernel, feature, X, posterior, j, jitter=1e-6):

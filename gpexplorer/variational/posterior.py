@@ -21,11 +21,10 @@ S_kj = Kuu_j (L_j = chol Kuu_j, s_kj = diag Kuu_j), which makes q(u) = p(u) for 
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from gpexplorer.linalg import inv_from_cholesky
+from gpexplorer.variational.packing import diag_positions, pack_factor, tril_flat_positions, unpack_factor
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -213,11 +212,7 @@ class FullGaussian(VariationalPosterior):
         hit = cache.get(j)
         if hit is not None and np.array_equal(hit[0], block):
             return hit[1]
-        L = np.zeros((m, m))
-        flat = L.reshape(-1)
-        flat[tril_flat_positions(m)] = block
-        d = np.arange(m) * (m + 1)
-        flat[d] = np.exp(flat[d])
+        L = unpack_factor(block, m)
         L.flags.writeable = False
         cache[j] = (block.copy(), L)
         return L
@@ -263,11 +258,9 @@ class FullGaussian(VariationalPosterior):
     def initialise_from_prior(self, kuu_choleskys, mean_scale=0.0, seed=0):
         rng = np.random.default_rng(seed)
         for j, (sm, sl) in enumerate(self._blocks()):
-            L = np.array(kuu_choleskys[j], dtype=float)
+            L = np.asarray(kuu_choleskys[j], dtype=float)
             self.free[sm] = mean_scale * np.sqrt(np.sum(L ** 2, axis=1)) * rng.standard_normal(self.sizes[j])
-            d = np.arange(self.sizes[j])
-            L[d, d] = np.log(L[d, d])
-            self.free[sl] = L[np.tril_indices(self.sizes[j])]
+            self.free[sl] = pack_factor(L)
         return self
 
     def set_moments(self, means, factors):
@@ -280,25 +273,8 @@ class FullGaussian(VariationalPosterior):
                 L = np.linalg.cholesky(0.5 * (L + L.T))
             if np.any(np.diag(L) <= 0):
                 raise ValueError(f"the factor of latent {j} needs a positive diagonal")
-            d = np.arange(self.sizes[j])
-            L[d, d] = np.log(L[d, d])
-            self.free[sl] = L[np.tril_indices(self.sizes[j])]
+            self.free[sl] = pack_factor(L)
         return self
-
-
-@functools.lru_cache(maxsize=64)
-def tril_flat_positions(m):
-    """Flat (row-major) positions of np.tril_indices(m) in an (m, m) array."""
-    r, c = np.tril_indices(m)
-    out = r * m + c
-    out.flags.writeable = False
-    return out
-
-
-def diag_positions(m):
-    """Positions of the diagonal within np.tril_indices(m) (row-major lower triangle)."""
-    r = np.arange(m)
-    return r * (r + 1) // 2 + r
 
 
 class MixtureOfDiagonalGaussians(VariationalPosterior):

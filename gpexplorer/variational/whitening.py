@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
-from gpexplorer.variational.posterior import diag_positions, tril_flat_positions
+from gpexplorer.variational.packing import pack_factor, tril_flat_positions, unpack_factor
 
 
 class WhitenedCoordinates:
@@ -46,8 +46,8 @@ class WhitenedCoordinates:
         for j, L, (sm, sc) in self._parts():
             z[sm] = sla.solve_triangular(L, free[sm], lower=True, check_finite=False)
             if self.full:
-                LS = _factor(free[sc], L.shape[0])
-                z[sc] = _pack(sla.solve_triangular(L, LS, lower=True, check_finite=False))
+                LS = unpack_factor(free[sc], L.shape[0])
+                z[sc] = pack_factor(sla.solve_triangular(L, LS, lower=True, check_finite=False))
         return z
 
     def to_free(self, z):
@@ -55,7 +55,7 @@ class WhitenedCoordinates:
         for j, L, (sm, sc) in self._parts():
             free[sm] = L @ z[sm]
             if self.full:
-                free[sc] = _pack(L @ _factor(z[sc], L.shape[0]))
+                free[sc] = pack_factor(L @ unpack_factor(z[sc], L.shape[0]))
         return free
 
     def gradient(self, z, g_free):
@@ -65,7 +65,7 @@ class WhitenedCoordinates:
             g[sm] = L.T @ g_free[sm]
             if self.full:
                 m = L.shape[0]
-                Lt = _factor(z[sc], m)
+                Lt = unpack_factor(z[sc], m)
                 LS = L @ Lt
                 G = np.zeros((m, m))
                 G.reshape(-1)[tril_flat_positions(m)] = g_free[sc]
@@ -75,22 +75,6 @@ class WhitenedCoordinates:
                 Gt[d, d] *= Lt[d, d]
                 g[sc] = Gt.reshape(-1)[tril_flat_positions(m)]
         return g
-
-
-def _factor(block, m):
-    """The lower-triangular factor from its packed block (diagonal stored as logs)."""
-    F = np.zeros((m, m))
-    F.reshape(-1)[tril_flat_positions(m)] = block
-    d = np.arange(m)
-    F[d, d] = np.exp(F[d, d])
-    return F
-
-
-def _pack(F):
-    m = F.shape[0]
-    out = F.reshape(-1)[tril_flat_positions(m)].copy()
-    out[diag_positions(m)] = np.log(out[diag_positions(m)])
-    return out
 
 
 __all__ = ["WhitenedCoordinates"]

@@ -16,6 +16,8 @@ import numpy as np
 
 from gpexplorer import kernels, models
 from gpexplorer.variational import estimators
+from gpexplorer.variational.elbo import mixture_moments
+from gpexplorer.variational.prediction import mixture_quantiles
 
 #: sample sizes of the estimator-variance view (the page's S is added)
 VARIANCE_SIZES = (20, 50, 100, 300, 1000)
@@ -169,17 +171,17 @@ def where(problem):
 def describe(out, model, problem):
     """Latent mean and variance, the predictive with its 90 % band and q(u)'s components."""
     Xs = where(problem)
-    mean, var = model.predict_f(Xs)
-    out.f_mean, out.f_var = mean[:, 0], np.maximum(var[:, 0], 0.0)
+    pi, means, variances = model.predict_components(Xs)  # once: moments and quantiles both follow
+    mean, var = mixture_moments(pi, means[:, :, 0], variances[:, :, 0])
+    out.f_mean, out.f_var = mean, np.maximum(var, 0.0)
     # the bands are the mixture's own quantiles (a two-peaked MoG2 q(f*) is not its moments)
-    q = model.predict_f_quantiles(Xs, (0.025, 0.975, 0.05, 0.95))[:, 0, :]
+    q = mixture_quantiles(pi, means[:, :, 0], variances[:, :, 0], (0.025, 0.975, 0.05, 0.95))
     out.f_lower, out.f_upper = q[:, 0], q[:, 1]
     lik = model.likelihood
     if problem.kind == "count" and getattr(lik, "name", "") == "poisson":
         # intensity in events per year: exp(f + offset) per bin / bin width, monotone in f, so its
         # 90 % band is exp of q(f*)'s 5 and 95 % quantiles; its mean E[exp f] per component, mixed
         scale = lik.binsize * np.exp(lik.offset) / problem.extra.get("bin_years", 1.0)
-        pi, means, variances = model.predict_components(Xs)
         expected = np.einsum("k,kn->n", pi, np.exp(means[:, :, 0] + 0.5 * variances[:, :, 0]))
         out.obs = {"mean": scale * expected, "lower": scale * np.exp(q[:, 2]), "upper": scale * np.exp(q[:, 3])}
     elif problem.kind == "binary" and getattr(lik, "name", "").startswith("bernoulli"):
