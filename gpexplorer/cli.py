@@ -4,6 +4,8 @@
     gpexplorer sweep [--Ms 4 6 8 10 15 20]        VFE bound and upper bound against M
     gpexplorer serve [--port 5006] [--show] [--num-procs N]
                                                   all dashboards (apps/*.py) with `panel serve`
+    gpexplorer lessons [ID ...] [--folder DIR]    run every lesson step headless and check its claims
+                                                  against the labs' numbers (a teacher's own too)
     gpexplorer warmup                             compile and cache the numerical kernels once
                                                   (a fresh install's first page then opens at once)
     gpexplorer reproduce egp-table1|eks-figure1|usps|seismic [--folds N] [--quick]
@@ -182,6 +184,23 @@ def _serve(args):
     run_panel_serve(cmd[4:])  # cmd is [python, -m, panel, serve, ...]
 
 
+def _lessons(args):
+    """Run every step of the lessons headless and report each claim with its values (ui/claims.py)."""
+    from gpexplorer.ui.lesson_runner import report, run_lessons
+    from gpexplorer.ui.lessons import LESSONS_DIR, load_lessons
+
+    lessons = load_lessons(args.folder or LESSONS_DIR)
+    unknown = set(args.lesson or ()) - set(lessons)
+    if unknown:
+        raise ValueError(f"no lesson {', '.join(sorted(unknown))}; the lessons are {', '.join(lessons)}")
+    runs = run_lessons(lessons, only=args.lesson, progress=lambda run: print(report(run), flush=True))
+    failed = [run for run in runs if run.failed or not run.lesson.steps[run.k - 1].checks]
+    print(f"{len(runs)} steps, {sum(len(r.outcomes) for r in runs)} checks; "
+          f"{len(failed)} step(s) with a claim that does not hold or no claim")
+    if failed:
+        raise ValueError("some lesson claims do not hold: " + "; ".join(run.where for run in failed))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="gpexplorer", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -204,6 +223,10 @@ def main(argv=None):
     p.add_argument("--num-procs", type=int, default=1,
                    help="server processes sharing the port (Bokeh's multi-process serving; 0: one per core)")
     p.set_defaults(func=_serve)
+    p = sub.add_parser("lessons", help="check every lesson's claims against the labs' numbers (headless)")
+    p.add_argument("lesson", nargs="*", help="lesson ids (default: all)")
+    p.add_argument("--folder", default=None, help="a folder of lesson JSON files (default: the bundled lessons)")
+    p.set_defaults(func=_lessons)
     p = sub.add_parser("warmup", help="compile and cache the numerical kernels (run once after installing)")
     p.set_defaults(func=_warmup)
     p = sub.add_parser("reproduce", help="paper and thesis experiments beside the reported numbers")

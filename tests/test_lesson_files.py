@@ -1,6 +1,7 @@
 """Every lesson file validates against its lab's settings; malformed lessons are named, not raised in a page."""
 
 import json
+import re
 import urllib.parse
 
 import pytest
@@ -10,7 +11,7 @@ from gpexplorer.ui import lessons
 
 def test_every_lesson_file_loads_and_every_step_state_is_accepted():
     loaded = lessons.load_lessons()
-    assert len(loaded) >= 6
+    assert len(loaded) >= 8
     assert {lesson.lab for lesson in loaded.values()} == set(lessons.LABS)
     for lesson in loaded.values():
         for k, step in enumerate(lesson.steps, 1):
@@ -33,9 +34,15 @@ GOOD = {"id": "x", "title": "T", "lab": "sparse_regression", "summary": "s",
     ({"steps": [{"title": "a", "text": "b", "state": {"M": -3}}]}, "step 1: M=-3 is not accepted"),
     ({"steps": [{"title": "a", "text": "b", "state": {"lesson": "y"}}]}, "unknown setting 'lesson'"),
     ({"steps": [{"text": "b"}]}, "needs a 'title' and a 'text'"),
+    ({"steps": [{"title": "a", "text": "b", "action": "jump"}]}, "step 1: unknown action 'jump'"),
+    ({"steps": [{"title": "a", "text": "b", "view": "nowhere"}]}, "step 1: unknown view 'nowhere'"),
+    ({"steps": [{"title": "a", "text": "b", "checks": {"quantity": "x"}}]}, "'checks' must be a list"),
+    ({"steps": [{"title": "a", "text": "b", "checks": [{"quantity": "x", "op": "~", "than": 1}]}]},
+     "step 1, check 1: unknown op '~'"),
+    ({"steps": [{"title": "a", "text": "b", "check": []}]}, "unknown key(s) ['check']"),
 ])
 def test_a_bad_lesson_is_named_with_what_is_wrong(change, message):
-    with pytest.raises(lessons.LessonError, match=message.replace("(", r"\(")):
+    with pytest.raises(lessons.LessonError, match=re.escape(message)):
         lessons.parse_lesson({**GOOD, **change}, "bad.json")
 
 

@@ -30,17 +30,17 @@ body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif;marg
 header{background:#1f3b57;color:white;padding:18px 32px}
 header h1{margin:0;font-size:1.7em}
 header p{margin:6px 0 0;max-width:60em;line-height:1.4}
-main{padding:20px 32px;max-width:1200px}
+main{padding:16px 32px;max-width:1500px}
 .cards{display:flex;flex-wrap:wrap;gap:20px}
-.card{background:white;border:1px solid #d5dbe3;border-radius:10px;width:460px;overflow:hidden;
+.card{background:white;border:1px solid #d5dbe3;border-radius:10px;width:440px;overflow:hidden;
  text-decoration:none;color:inherit;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 .card:hover{box-shadow:0 3px 10px rgba(0,0,0,.18)}
-.card img{width:100%;height:250px;object-fit:cover;object-position:top left;display:block;border-bottom:1px solid #e3e7ec}
-.card h2{margin:10px 14px 4px;font-size:1.2em}
-.card p{margin:0 14px 14px;line-height:1.35}
-h2.section{margin-top:28px}
-ol.lessons{padding-left:1.2em}
-ol.lessons li{margin:8px 0;line-height:1.35}
+.card img{width:100%;height:190px;object-fit:cover;object-position:top left;display:block;border-bottom:1px solid #e3e7ec}
+.card h2{margin:8px 14px 2px;font-size:1.15em}
+.card p{margin:0 14px 10px;line-height:1.3}
+h2.section{margin:20px 0 4px}
+ol.lessons{padding-left:1.2em;columns:2 640px;column-gap:40px;margin:4px 0}
+ol.lessons li{margin:0 0 10px;line-height:1.3;break-inside:avoid}
 ol.lessons .lab{color:#5a6677;font-size:.9em}
 """
 
@@ -55,9 +55,11 @@ def index_html(lessons=None) -> str:
                      f"<h2>{html.escape(LABS[route])}</h2><p>{html.escape(blurb)}</p></a>")
     items = []
     for lesson in lessons.values():
+        claims = sum(len(step.checks) for step in lesson.steps)
         items.append(f'<li><a class="lesson" id="lesson-{lesson.id}" href=".{html.escape(lesson.url(1))}">'
                      f"{html.escape(lesson.title)}</a> <span class=\"lab\">({html.escape(LABS[lesson.lab])}, "
-                     f"{len(lesson.steps)} steps)</span><br>{html.escape(lesson.summary)}</li>")
+                     f"{len(lesson.steps)} steps, {claims} claims checked against the numbers)</span><br>"
+                     f"{html.escape(lesson.summary)}</li>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>gpexplorer</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -68,7 +70,7 @@ def index_html(lessons=None) -> str:
 approximations, linearised inference or black-box variational inference live, or follow a lesson: each step sets up a lab and says
 what to look at.</p></header>
 <main><div class="cards">{''.join(cards)}</div>
-<h2 class="section">Lessons</h2>
+<h2 class="section">Lessons ({len(lessons)})</h2>
 <ol class="lessons">{''.join(items)}</ol></main></body></html>
 """
 

@@ -191,6 +191,22 @@ class JobControls:
     def _progress_text(self, job, message):
         return f"{job.name}: {message}"
 
+    def wait_for_jobs(self, timeout=900.0):
+        """Outside a server (tests, notebooks, the lesson checks): wait for the running job and for
+        any job its result starts, applying each one as the page's polling would. Returns the last
+        job's final state (None without a job); TimeoutError after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.jobs.job
+            if job is None:
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or job.join(remaining) == "running":
+                raise TimeoutError(f"the {job.name} job was still running after {timeout:g} s")
+            self.poll_job()
+            if self.jobs.job is job and not self._busy():
+                return job.state
+
     def _lock_job_buttons(self, locked):
         for button in self._job_buttons():
             button.disabled = locked

@@ -5,27 +5,41 @@ Python)::
 
     {"id": "why-inducing-points", "title": "...", "lab": "sparse_regression",
      "summary": "one line for the front page",
-     "steps": [{"title": "...", "text": "two or three sentences", "state": {"M": 3, ...}}, ...]}
+     "steps": [{"title": "...", "text": "two or three sentences", "state": {"M": 3, ...},
+                "action": "optimise", "view": "sandwich",
+                "checks": [{"quantity": "vfe.objective", "op": "<", "than": "exact.objective"}]}, ...]}
 
 ``state`` holds the lab's URL settings (the keys its address bar shows); a step is opened as
 ``/<lab>?lesson=<id>&step=<k>&<state>``, so a lesson is just a list of links and each step loads
-through the same URL state a user can type. :func:`load_lessons` validates every file against
-the lab's settings and says what is wrong (file, step, key) instead of failing in the page.
+through the same URL state a user can type. ``action`` (optional) is one of the lab's actions
+(``ui/<lab>/quantities.py: ACTIONS``: optimise, sweep, learn, profile, fit, ...): the page runs it
+when the step opens and offers its button in the lesson card; ``view`` (optional) names the view
+the text is about, which the page brings into sight. ``checks`` are the step's claims as data
+(``ui/claims.py``), evaluated after the action against the lab's quantities
+(``tests/ui/test_lesson_claims.py`` runs every step of every lesson headless; the card shows them).
+:func:`load_lessons` validates every file against the lab's settings, actions, views and the
+checks' syntax and says what is wrong (file, step, key) instead of failing in the page.
 """
 
 from __future__ import annotations
 
 import html
+import importlib
 import json
 import pathlib
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from gpexplorer.ui.claims import CheckError, parse_check
 
 LESSONS_DIR = pathlib.Path(__file__).resolve().parent / "lessons"
 #: query keys of the lesson feature, which are not lab settings
 RESERVED_KEYS = ("lesson", "step", "presenter")
 LABS = {"sparse_regression": "Sparse regression lab", "linearized": "Linearised inference lab",
         "black_box": "Black-box inference lab"}
+#: lab route -> its package under gpexplorer/ui (settings, quantities, lab)
+LAB_PACKAGES = {"sparse_regression": "gpexplorer.ui.sparse", "linearized": "gpexplorer.ui.linearized",
+                "black_box": "gpexplorer.ui.black_box"}
 
 
 class LessonError(ValueError):
@@ -37,6 +51,9 @@ class Step:
     title: str
     text: str
     state: dict
+    action: str | None = None
+    view: str | None = None
+    checks: tuple = field(default_factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -47,32 +64,37 @@ class Lesson:
     summary: str
     steps: tuple
 
-    def url(self, k: int) -> str:
-        """Path and query of step ``k`` (1-based): the lab with the step's state in its URL."""
+    def url(self, k: int, keep: dict | None = None) -> str:
+        """Path and query of step ``k`` (1-based): the lab with the step's state in its URL, plus
+        ``keep`` (the page's presentation keys, e.g. ``{"presenter": "1"}``, carried from step to step)."""
         step = self.steps[k - 1]
         query = {"lesson": self.id, "step": k}
         query.update({key: value if isinstance(value, str) else json.dumps(value) for key, value in step.state.items()})
+        query.update({key: value for key, value in (keep or {}).items() if key in PRESENTATION_KEYS})
         return f"/{self.lab}?{urllib.parse.urlencode(query)}"
+
+
+#: keys of the page's presentation that a lesson's links carry from step to step
+PRESENTATION_KEYS = ("presenter",)
+
+
+def lab_module(lab, name):
+    """The module ``name`` (settings, quantities, lab) of the lab at route ``lab``."""
+    return importlib.import_module(f"{LAB_PACKAGES[lab]}.{name}")
 
 
 def _settings_for(lab):
     """A fresh settings object of ``lab`` and the names its URL carries."""
-    if lab == "sparse_regression":
-        from gpexplorer.ui.sparse import settings as cfg
-
-        return cfg.LabSettings(), cfg.url_parameters() + ["inducing_inputs"]
-    if lab == "black_box":
-        from gpexplorer.ui.black_box import settings as cfg
-
-        return cfg.BlackBoxSettings(), cfg.url_parameters()
-    from gpexplorer.ui.linearized import settings as cfg
-
-    return cfg.LinearizedSettings(), cfg.url_parameters()
+    return lab_module(lab, "quantities").settings_and_names()
 
 
 def _check_step(where, lab, raw):
     if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not isinstance(raw.get("title"), str):
         raise LessonError(f"{where}: a step needs a 'title' and a 'text' (strings)")
+    unknown = set(raw) - {"title", "text", "state", "action", "view", "checks"}
+    if unknown:
+        raise LessonError(f"{where}: unknown key(s) {sorted(unknown)} (a step has title, text, state, action, "
+                          "view, checks)")
     state = raw.get("state", {})
     if not isinstance(state, dict):
         raise LessonError(f"{where}: 'state' must be an object of settings")
@@ -84,7 +106,21 @@ def _check_step(where, lab, raw):
             settings.param.update({key: value})
         except (ValueError, TypeError) as err:
             raise LessonError(f"{where}: {key}={value!r} is not accepted: {err}") from None
-    return Step(raw["title"], raw["text"], dict(state))
+    support = lab_module(lab, "quantities")
+    action, view = raw.get("action"), raw.get("view")
+    if action is not None and action not in support.ACTIONS:
+        raise LessonError(f"{where}: unknown action {action!r} for the {LABS[lab]} (known: "
+                          f"{', '.join(support.ACTIONS)})")
+    if view is not None and view not in support.VIEWS:
+        raise LessonError(f"{where}: unknown view {view!r} for the {LABS[lab]} (known: {', '.join(support.VIEWS)})")
+    checks = raw.get("checks", [])
+    if not isinstance(checks, list):
+        raise LessonError(f"{where}: 'checks' must be a list of checks")
+    try:
+        parsed = tuple(parse_check(c, f"{where}, check {i}") for i, c in enumerate(checks, 1))
+    except CheckError as err:
+        raise LessonError(str(err)) from None
+    return Step(raw["title"], raw["text"], dict(state), action, view, parsed)
 
 
 def parse_lesson(data: dict, source: str = "lesson") -> Lesson:
@@ -120,13 +156,13 @@ def load_lessons(folder=LESSONS_DIR) -> dict:
     return lessons
 
 
-def lesson_html(lab: str, query: dict, lessons=None) -> str:
-    """The lesson card of a lab page for its query (``lesson``, ``step``); "" without a lesson.
-
-    An unknown lesson or step gives a card that says so (the lab works as usual)."""
+def find_step(lab: str, query: dict, lessons=None):
+    """The step a page's query (``lesson``, ``step``) asks for: None without a lesson, else
+    (lesson, k), or the HTML of a card saying what is wrong (an unknown lesson or step; the lab
+    works as usual)."""
     lesson_id = _first(query.get("lesson"))
     if not lesson_id:
-        return ""
+        return None
     try:
         lessons = load_lessons() if lessons is None else lessons
     except LessonError as err:
@@ -134,18 +170,29 @@ def lesson_html(lab: str, query: dict, lessons=None) -> str:
     lesson = lessons.get(lesson_id)
     if lesson is None or lesson.lab != lab:
         return _card("Unknown lesson", f"<p>There is no lesson {html.escape(lesson_id)!s} for this lab. "
-                     '<a href="/">All lessons</a></p>', error=True)
+                     '<a href="./">All lessons</a></p>', error=True)
     try:
         k = int(_first(query.get("step")) or 1)
     except ValueError:
         k = 0
     if not 1 <= k <= len(lesson.steps):
         return _card(lesson.title, f"<p>This lesson has steps 1 to {len(lesson.steps)}; "
-                     f'<a href="{html.escape(lesson.url(1))}">start at step 1</a>.</p>', error=True)
+                     f'<a href=".{html.escape(lesson.url(1))}">start at step 1</a>.</p>', error=True)
+    return lesson, k
+
+
+def lesson_html(lab: str, query: dict, lessons=None) -> str:
+    """The static lesson card for ``query`` (the served page uses ``ui/lesson_card.py``, which
+    adds the action and the claims): "" without a lesson, a card saying what is wrong for a bad one."""
+    found = find_step(lab, query, lessons)
+    if found is None or isinstance(found, str):
+        return found or ""
+    lesson, k = found
     step = lesson.steps[k - 1]
-    links = [f'<a id="lesson-prev" href="{html.escape(lesson.url(k - 1))}">&larr; previous</a>' if k > 1 else "",
-             f'<a id="lesson-next" href="{html.escape(lesson.url(k + 1))}">next &rarr;</a>' if k < len(lesson.steps)
-             else '<a id="lesson-end" href="/">all lessons</a>']
+    keep = {key: _first(query.get(key)) for key in PRESENTATION_KEYS if query.get(key)}
+    links = [f'<a id="lesson-prev" href=".{html.escape(lesson.url(k - 1, keep))}">&larr; previous</a>' if k > 1 else "",
+             f'<a id="lesson-next" href=".{html.escape(lesson.url(k + 1, keep))}">next &rarr;</a>'
+             if k < len(lesson.steps) else '<a id="lesson-end" href="./">all lessons</a>']
     body = (f"<p style='margin:4px 0'>{html.escape(step.text)}</p>"
             f"<p style='margin:4px 0'>{' &nbsp; '.join(link for link in links if link)}</p>")
     return _card(f"{lesson.title}: step {k} of {len(lesson.steps)}, {step.title}", body)

@@ -4,16 +4,20 @@ folded away, so the main plot gets the width of a 1024 x 768 or 1280 x 720 scree
 It is a per-session choice read from the URL (``?presenter=1``); the page's toggle reloads the
 page with the flag flipped and every other setting kept, since the address bar already mirrors
 the lab's state. Nothing global changes: the larger type is a Bokeh theme on this session's
-document and CSS on this page's template.
+document, set by the template's design (:class:`PresenterDesign`) when the document is made, so
+the first paint already has it (a theme set once the page had loaded made every tick label jump
+from 13 to 17 px seconds after the plots appeared), and CSS on this page's template.
 """
 
 from __future__ import annotations
 
 
 import panel as pn
+import param
 from bokeh.themes import Theme
+from panel.theme.bootstrap import Bootstrap, BootstrapDefaultTheme
 
-__all__ = ["KEY", "active", "toggle_button", "PRESENTER_CSS", "apply_theme", "NOTE_TOGGLE_WIDTH"]
+__all__ = ["KEY", "active", "toggle_button", "PRESENTER_CSS", "PresenterDesign", "NOTE_TOGGLE_WIDTH"]
 
 KEY = "presenter"
 NOTE_TOGGLE_WIDTH = 34
@@ -22,12 +26,26 @@ PRESENTER_CSS = """
 :root { --bokeh-font-size: 15px; --pn-font-size: 15px; font-size: 17px; }
 .title { font-size: 1.6em !important; }
 """
-#: figure text for the back of the room (defaults only: a size a figure sets itself stays)
+#: figure text for the back of the room (defaults only: a size a figure sets itself stays, so the
+#: labs' figures and legends leave these sizes to the theme)
 THEME = {"attrs": {
-    "Title": {"text_font_size": "17px"},
-    "Axis": {"axis_label_text_font_size": "16px", "major_label_text_font_size": "14px"},
-    "Legend": {"label_text_font_size": "14px"},
+    "Title": {"text_font_size": "18px"},
+    "Axis": {"axis_label_text_font_size": "17px", "major_label_text_font_size": "16px"},
+    "Legend": {"label_text_font_size": "16px", "glyph_height": 18, "glyph_width": 24},
 }}
+
+
+class PresenterTheme(BootstrapDefaultTheme):
+    """Bootstrap's light theme with the presenter's figure text (:data:`THEME`)."""
+
+    bokeh_theme = param.ClassSelector(class_=(Theme, str), default=Theme(json=THEME))
+
+
+class PresenterDesign(Bootstrap):
+    """The Bootstrap design whose default theme is :class:`PresenterTheme`: a template built
+    with ``design=PresenterDesign`` puts the theme on its document before anything is drawn."""
+
+    _themes = {**Bootstrap._themes, "default": PresenterTheme}
 
 
 def _flag(value) -> bool:
@@ -60,20 +78,3 @@ def toggle_button():
         window.location.search = search ? '?' + search : '';
     """)
     return button
-
-
-def apply_theme():
-    """Larger figure text on this session's document, once the page has loaded (Panel sets the
-    template's own theme while it builds the page)."""
-    doc = pn.state.curdoc
-    if doc is None:
-        return
-
-    def apply():
-        base = doc.theme._json if hasattr(doc.theme, "_json") else {}
-        merged = {"attrs": {**base.get("attrs", {})}}
-        for model, values in THEME["attrs"].items():
-            merged["attrs"][model] = {**merged["attrs"].get(model, {}), **values}
-        doc.theme = Theme(json=merged)
-
-    pn.state.onload(apply)
