@@ -1,6 +1,6 @@
-"""Pathology detectors for sparse approximations (thesis §3.2): clumping, noise collapse,
-FITC above the upper bound, ill-conditioned Kuu. Plain numpy; used by the dashboards' badges
-and by the chapter-3 experiments."""
+"""Pathology detectors for sparse approximations (thesis §3.2): clumping, noise collapse, an
+evidence above the exact log p(y) or above the upper bound, ill-conditioned Kuu. Plain numpy;
+used by the dashboards' badges and by the chapter-3 experiments."""
 
 from __future__ import annotations
 
@@ -62,6 +62,17 @@ def noise_collapsed(noise, exact_noise, ratio=0.5):
     return bool(noise < ratio * exact_noise)
 
 
+def exceeds(value, reference, tol=1e-8):
+    """True when ``value`` is above ``reference`` by more than ``tol`` * max(1, |reference|)."""
+    return bool(value > reference + tol * max(1.0, abs(reference)))
+
+
 def exceeds_upper_bound(evidence, upper_bound, tol=1e-8):
     """True when an approximate evidence is above Titsias' upper bound on log p(y) (§3.2.6)."""
-    return bool(evidence > upper_bound + tol * max(1.0, abs(upper_bound)))
+    return exceeds(evidence, upper_bound, tol)
+
+
+def exceeds_exact(evidence, exact, tol=1e-8):
+    """True when an approximate evidence is above the exact log p(y) at the same parameters: it
+    overestimates the marginal likelihood (FITC, DTC and SoR can; VFE, a lower bound, cannot)."""
+    return exceeds(evidence, exact, tol)

@@ -19,7 +19,7 @@ from gpexplorer import covariances
 from gpexplorer.linalg import JitterWarning
 
 __all__ = ["PositionCurve", "position_curve", "zoom_grid", "near_duplicates", "u_correlation",
-           "DUPLICATE_CORRELATION"]
+           "DUPLICATE_CORRELATION", "NO_VARIANCE"]
 
 DUPLICATE_CORRELATION = 0.9999  # thesis §4.4.2: "very strongly correlates their inducing outputs"
 
@@ -80,15 +80,30 @@ def zoom_grid(curve: PositionCurve, points=None, width=None):
     return np.linspace(x - width, x + width, points or curve.grid.size)
 
 
+#: a member whose prior variance is below this fraction of the largest has no correlation to speak of
+NO_VARIANCE = 1e-12
+
+
 def u_correlation(feature, kernel):
-    """[M, M] prior correlation of the inducing outputs u (Kuu scaled to unit diagonal)."""
+    """[M, M] prior correlation of the inducing outputs u (Kuu scaled to unit diagonal), in [-1, 1].
+
+    A member with (numerically) no prior variance, such as a sine at frequency 0, which is
+    identically zero, has no correlation with anything (0/0): its row and column are 0, its
+    diagonal 1. Round-off beyond +-1 is clipped."""
     Kuu = covariances.Kuu(feature, kernel)
-    d = np.sqrt(np.clip(np.diag(Kuu), 1e-300, None))
-    return Kuu / d[:, None] / d[None, :]
+    variance = np.diag(Kuu).copy()
+    alive = variance > NO_VARIANCE * max(float(np.max(variance)), 0.0)
+    d = np.sqrt(np.where(alive, variance, 1.0))
+    C = np.clip(Kuu / d[:, None] / d[None, :], -1.0, 1.0)
+    C[~alive, :] = 0.0
+    C[:, ~alive] = 0.0
+    np.fill_diagonal(C, 1.0)
+    return C
 
 
 def near_duplicates(feature, kernel, threshold=DUPLICATE_CORRELATION):
-    """Pairs (i, j, correlation) of features whose u are correlated above ``threshold``."""
+    """Pairs (i, j, correlation) of features whose u are correlated above ``threshold`` in absolute
+    value; every correlation is finite and in [-1, 1] (see :func:`u_correlation`)."""
     C = u_correlation(feature, kernel)
     i, j = np.triu_indices(C.shape[0], k=1)
     keep = np.abs(C[i, j]) > threshold

@@ -2,16 +2,21 @@
 every iterate for replay (thesis §3.2: FITC and VFE optimised jointly over hyperparameters,
 noise and Z from the same initial inducing inputs).
 
-Plain numpy and the optimiser; the dashboard runs :func:`fit_all` on a worker thread.
+Plain numpy and the optimiser; the dashboard runs :func:`fit_all` on a worker thread. A fit that
+ends on its iteration budget rather than its convergence test says so (``FitOutcome.converged``,
+``last_change``, :func:`convergence_badges`), and :func:`continue_fits` runs more iterations from
+where such fits stopped, extending their traces.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+import numpy as np
 
-from gpexplorer.sparse.comparison import TERMS, ParameterSet, build_model
+from gpexplorer.formatting import format_number
+from gpexplorer.sparse.comparison import LABELS, TERMS, Badge, ParameterSet, build_model
 from gpexplorer.sparse.objectives import APPROXIMATIONS
 from gpexplorer.linalg import JitterWarning
 
@@ -27,6 +32,28 @@ class FitOutcome:
     message: str = ""
     seconds: float = 0.0
     jitter_used: float = 0.0
+    converged: bool = True  # False: L-BFGS-B stopped on its iteration (or evaluation) budget
+    last_change: float = 0.0  # mean |change of log p(y)| per iteration over the last LAST_CHANGES
+
+
+#: iterations over which ``FitOutcome.last_change`` averages the change of the objective
+LAST_CHANGES = 10
+#: L-BFGS-B's messages when it stops on a budget instead of its convergence test
+BUDGET_MESSAGES = ("ITERATIONS REACHED LIMIT", "EVALUATIONS EXCEEDS LIMIT", "MAXIMUM NUMBER OF ITERATIONS")
+
+
+def stopped_on_budget(message, n_iter, max_iter):
+    """True when a fit ended because its iteration or evaluation budget ran out."""
+    text = str(message).upper()
+    return any(m in text for m in BUDGET_MESSAGES) or (max_iter > 0 and n_iter >= max_iter
+                                                       and "CONVERGENCE" not in text)
+
+
+def last_change(log_evidence, window=LAST_CHANGES):
+    """Mean |change| of the objective per iteration over the last ``window`` iterations (0 for
+    fewer than two iterates)."""
+    values = np.asarray(log_evidence[-(window + 1):], dtype=float)
+    return float(np.mean(np.abs(np.diff(values)))) if values.size > 1 else 0.0
 
 
 def _parameter_set(template: ParameterSet, params: dict) -> ParameterSet:
@@ -51,12 +78,15 @@ def fit_one(ds, name, start: ParameterSet, fixed=(), restarts=0, max_iter=300, s
         warnings.simplefilter("ignore", JitterWarning)  # the dashboard shows jitter as a badge
         callback = None if on_iterate is None else (lambda entry: on_iterate(entry.iteration))
         result = model.fit(max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed, callback=callback)
+    log_evidence = [-float(e.objective) for e in result.trace]
     return FitOutcome(
         name=name, final=ParameterSet.from_model(model),
         trace=[_parameter_set(start, e.params) for e in result.trace],  # the best start's iterates
-        log_evidence=[-float(e.objective) for e in result.trace],
+        log_evidence=log_evidence,
         terms=[{t: -float(e.terms.get(t, 0.0)) for t in TERMS} for e in result.trace],
-        n_iter=result.n_iter, message=result.message, seconds=result.elapsed, jitter_used=model.jitter_used)
+        n_iter=result.n_iter, message=result.message, seconds=result.elapsed, jitter_used=model.jitter_used,
+        converged=not stopped_on_budget(result.message, result.n_iter, max_iter),
+        last_change=last_change(log_evidence))
 
 
 def fit_all(ds, start: ParameterSet, names, fixed=(), restarts=0, max_iter=300, seed=0,
@@ -90,3 +120,46 @@ def fit_all(ds, start: ParameterSet, names, fixed=(), restarts=0, max_iter=300, 
     if report is not None:
         report(1.0, "done")
     return outcomes
+
+
+def extended(before: FitOutcome, more: FitOutcome) -> FitOutcome:
+    """``before`` continued by ``more`` (a fit started at ``before.final``): one trace, the iterate
+    they share once, iterations and seconds added, convergence and last change from the whole."""
+    log_evidence = before.log_evidence + more.log_evidence[1:]
+    return replace(more, trace=before.trace + more.trace[1:], log_evidence=log_evidence,
+                   terms=before.terms + more.terms[1:], n_iter=before.n_iter + more.n_iter,
+                   seconds=before.seconds + more.seconds, last_change=last_change(log_evidence))
+
+
+def continue_fits(ds, outcomes: dict, fixed=(), max_iter=300, report=None):
+    """Run up to ``max_iter`` more iterations of every fit in ``outcomes`` (name -> FitOutcome)
+    that stopped on its budget, each from where it stopped; returns name -> FitOutcome with the
+    continued fits' traces extended and the converged ones as they were."""
+    todo = [n for n, o in outcomes.items() if not o.converged]
+    out = dict(outcomes)
+    for k, name in enumerate(todo):
+
+        def on_iterate(it, k=k, name=name):
+            if report is not None:
+                report((k + min(it, max_iter) / max(max_iter, 1)) / len(todo), f"{name}: iteration {it}")
+
+        more = fit_one(ds, name, outcomes[name].final, fixed, 0, max_iter, 0, on_iterate)
+        out[name] = extended(outcomes[name], more)
+    if report is not None:
+        report(1.0, "done")
+    return out
+
+
+def convergence_badges(outcomes: dict) -> list:
+    """A ``not-converged`` badge per fit that stopped on its iteration budget, with the last
+    change of its objective per iteration."""
+    out = []
+    for name, o in (outcomes or {}).items():
+        if o.converged:
+            continue
+        out.append(Badge("not-converged", name,
+                         f"{LABELS.get(name, name)} stopped on its iteration budget after {o.n_iter} iterations, "
+                         f"not on its convergence test: its objective still changed by "
+                         f"{format_number(o.last_change)} per iteration over the last {LAST_CHANGES}. "
+                         "Continue runs more iterations from where it stopped."))
+    return out
