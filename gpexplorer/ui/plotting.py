@@ -12,7 +12,7 @@ from bokeh.models import Legend, LegendItem, Span
 from bokeh.plotting import figure as bokeh_figure
 
 __all__ = ["TOOLS", "lab_figure", "outside_legend", "legend_item", "vertical_marker", "assign", "assign_changed",
-           "range_placeholder"]
+           "range_placeholder", "share_x_frame", "SHARED_FRAME_BORDERS"]
 
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save"  # save = PNG export of the figure
 
@@ -23,6 +23,23 @@ def lab_figure(name, title, height, **kw):
     fig = bokeh_figure(name=name, title=title, height=height, sizing_mode="stretch_width", tools=TOOLS,
                        toolbar_location="above", **kw)
     fig.toolbar.logo = None
+    return fig
+
+
+#: (left, right) borders in pixels of figures stacked on one x frame: room for the widest y axis
+#: (ticks and label, presenter mode's larger type included) and for the outside legend (measured in
+#: Chromium: 135 px, 155 px in presenter mode)
+SHARED_FRAME_BORDERS = (76, 175)
+
+
+def share_x_frame(fig, x_range=None):
+    """Fix ``fig``'s left and right borders to SHARED_FRAME_BORDERS (and share ``x_range``): the
+    frames of figures stacked in one column, each this wide, then begin and end at the same pixel
+    whatever their axes and legends need (a border is the larger of its minimum and its content),
+    so one data x sits at one page x in all of them."""
+    fig.min_border_left, fig.min_border_right = SHARED_FRAME_BORDERS
+    if x_range is not None:
+        fig.x_range = x_range
     return fig
 
 

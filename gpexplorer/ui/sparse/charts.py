@@ -17,12 +17,19 @@ SPARSE = objectives.APPROXIMATIONS
 TERM_LABELS = {"complexity": "complexity", "data_fit": "data fit", "trace": "trace", "total": "total"}
 TERM_COLORS = {"complexity": "#9467bd", "data_fit": "#2ca02c", "trace": "#ff7f0e", "total": "#000000"}
 DASHES = {"exact": "solid", "vfe": "solid", "fitc": "dashed", "dtc": "dotted", "sor": "dotdash"}
+#: the outline of an evidence dot that overestimates log p(y) (the badges' "above-exact" and
+#: "above-upper-bound"): black like the exact tick it is right of; a cross inside when the upper
+#: bound alone proves it. Black and a marker shape, so no colour vision is needed to see either.
+OVERESTIMATE_OUTLINE = "#000000"
+OVERESTIMATE_MARKERS = {"above-exact": "circle", "above-upper-bound": "circle_x"}
 
 
 class SandwichChart:
-    """One row per approximation at its parameters: its evidence (dot), the exact log p(y) and
-    Titsias' upper bound at the same parameters (the bar between them). VFE's dot must sit left
-    of the bar (eq. 2.37 <= log p(y) <= eq. 2.38); a dot right of the bar is flagged red."""
+    """One row per approximation at its parameters: its evidence (dot), the exact log p(y) (black
+    tick) and Titsias' upper bound at the same parameters (the bar between them). VFE's dot must
+    sit left of the tick (eq. 2.37 <= log p(y) <= eq. 2.38). A dot right of the tick overestimates
+    log p(y): black outline (badge "above-exact"); right of the bar's end too, the upper bound
+    alone proves it: black outline with a cross (badge "above-upper-bound")."""
 
     def __init__(self):
         self.rows = FactorRange(factors=[LABELS[n] for n in reversed(SPARSE)])
@@ -36,9 +43,10 @@ class SandwichChart:
         self.exact = ColumnDataSource({"row": [], "x": []}, name="sandwich-exact")
         r_exact = fig.scatter("x", "row", source=self.exact, marker="dash", size=22, angle=np.pi / 2,
                               line_width=3, color="black")
-        self.evidence = ColumnDataSource({"row": [], "x": [], "color": [], "line": []}, name="sandwich-evidence")
-        r_ev = fig.scatter("x", "row", source=self.evidence, size=13, fill_color="color", line_color="line",
-                           line_width=3)
+        self.evidence = ColumnDataSource({"row": [], "x": [], "color": [], "line": [], "marker": []},
+                                         name="sandwich-evidence")
+        r_ev = fig.scatter("x", "row", source=self.evidence, size=14, fill_color="color", line_color="line",
+                           line_width=3, marker="marker")
         self.tight = ColumnDataSource({"row": [], "x": []}, name="sandwich-tight")
         r_tight = fig.scatter("x", "row", source=self.tight, marker="inverted_triangle", size=12, color="#555555")
         legend.items.extend([legend_item("exact .. upper bound", [r_bar]), legend_item("exact log p(y)", [r_exact]),
@@ -49,7 +57,9 @@ class SandwichChart:
 
     def update(self, comparison):
         rows, bar, exact, tight = [], {"row": [], "exact": [], "upper": []}, {"row": [], "x": []}, {"row": [], "x": []}
-        ev = {"row": [], "x": [], "color": [], "line": []}
+        ev = {"row": [], "x": [], "color": [], "line": [], "marker": []}
+        # the dots say what the badges say: one claim, one computation (comparison.badges)
+        flags = {b.approximation: b.kind for b in comparison.badges if b.kind in OVERESTIMATE_MARKERS}
         for name in APPROXIMATIONS:
             r = comparison.results.get(name)
             if r is None or r.error:
@@ -58,12 +68,13 @@ class SandwichChart:
             rows.append(row)
             exact["row"].append(row), exact["x"].append(r.exact_at_params)
             if name != "exact":
-                above = r.log_evidence > r.tightest_upper_bound
+                flag = flags.get(name)
                 if np.isfinite(r.tightened_upper_bound):
                     tight["row"].append(row), tight["x"].append(r.tightened_upper_bound)
                 bar["row"].append(row), bar["exact"].append(r.exact_at_params), bar["upper"].append(r.upper_bound)
                 ev["row"].append(row), ev["x"].append(r.log_evidence), ev["color"].append(COLORS[name])
-                ev["line"].append("red" if above else COLORS[name])
+                ev["line"].append(OVERESTIMATE_OUTLINE if flag else COLORS[name])
+                ev["marker"].append(OVERESTIMATE_MARKERS.get(flag, "circle"))
         self.rows.factors = list(reversed(rows)) or ["-"]
         for source, data in ((self.bar, bar), (self.exact, exact), (self.evidence, ev), (self.tight, tight)):
             assign(source, data)
@@ -77,6 +88,7 @@ class TermsChart:
         self.x_range = FactorRange(factors=[("VFE", "complexity")])
         fig = lab_figure("terms", "Terms of the objective (eq. 3.1, constant omitted)", 260, x_range=self.x_range)
         fig.xaxis.major_label_orientation = 0.9
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "approximation: term", "contribution to log p(y)"
         self.source = ColumnDataSource({"x": [], "value": [], "color": []}, name="terms-bars")
         fig.vbar(x="x", top="value", width=0.8, source=self.source, fill_color="color", line_color="color")
         self.figure = fig

@@ -8,7 +8,8 @@ from bokeh.models import ColumnDataSource, PointDrawTool, Span
 from bokeh.palettes import Category10_10
 from bokeh.transform import linear_cmap
 
-from gpexplorer.ui.plotting import assign, assign_changed, lab_figure, range_placeholder, vertical_marker
+from gpexplorer.ui.plotting import (assign, assign_changed, lab_figure, range_placeholder, share_x_frame,
+                                   vertical_marker)
 
 __all__ = ["FeatureStrip", "PositionChart"]
 
@@ -29,6 +30,7 @@ class FeatureStrip:
     def __init__(self, x_range=None):
         kw = {"x_range": x_range} if x_range is not None else {}
         fig = lab_figure("feature-strip", "Inducing features: basis functions Kuf(x, z_m) / sigma^2", 170, **kw)
+        share_x_frame(fig)  # the posterior's x frame, to the pixel: each bump under its triangle
         fig.yaxis.axis_label = "Kuf / sigma^2"
         fig.add_layout(Span(location=0, dimension="width", line_color="#999999", line_width=1))
         self.curves = ColumnDataSource({"xs": [], "ys": [], "k": []}, name="feature-curves")

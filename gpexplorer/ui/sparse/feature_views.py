@@ -21,7 +21,7 @@ STRIP_POINTS = 300
 
 class FeatureViews:
     """Needs ``self.feature``, ``self.settings``, ``self.dataset``, ``self.posterior``,
-    ``self._silenced()`` and ``self.parameter_sets()`` from the lab."""
+    ``self._silenced()``, ``self.parameter_sets()`` and ``self.reference_iterate()`` from the lab."""
 
     @functools.cached_property
     def strip(self):
@@ -99,7 +99,11 @@ class FeatureViews:
 
     # views -----------------------------------------------------------------------------
     def _strip_parameters(self, psets):
-        """The feature drawn: the reference fit's when showing fits, else the shared one."""
+        """The feature drawn: the reference fit's replayed iterate when showing fits (the one the
+        draggable markers show), else the shared one."""
+        replayed = self.reference_iterate()
+        if replayed is not None and replayed.inducing is not None:
+            return replayed
         for name in ("vfe", "fitc", "dtc", "sor"):
             if name in psets and psets[name].inducing is not None:
                 return psets[name]

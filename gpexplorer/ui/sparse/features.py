@@ -4,7 +4,9 @@ feature's width or frequency slider).
 
 Every feature type has locations [M, D] (the centres the page draws and drags), except
 frequency features, which all sit at the origin: the page draws their basis functions only,
-and their frequencies are changed with the slider.
+and their frequencies are changed with the slider. Picking a type starts it from that type's
+own width and frequency (:func:`type_defaults`), relative to the kernel's lengthscale: a width
+or frequency carried over from another type would show time-frequency features as plain bumps.
 """
 
 from __future__ import annotations
@@ -26,6 +28,44 @@ USES = {"points": (), "multiscale": ("feature_width", "selected_feature"),
 FEATURE_SETTINGS = ("C", "feature_width", "feature_frequency", "selected_feature")
 #: types whose covariances are worked out for the squared-exponential kernel only
 SE_ONLY = ("multiscale", "frequency", "time-frequency")
+#: a type's starting width, in lengthscales (a frequency feature's window covers the data instead)
+WIDTH_IN_LENGTHSCALES = {"multiscale": 0.5, "time-frequency": 1.5, "sum-of-deltas": 0.6}
+#: a time-frequency feature's starting angular frequency, in 1 / lengthscale: with its width of 1.5
+#: lengthscales the basis function swings a third of its height below zero (a Gabor wavelet, not a bump)
+TIME_FREQUENCY_IN_INVERSE_LENGTHSCALES = 1.5
+#: a frequency feature's highest harmonic, in 1 / lengthscale (about where the SE spectrum has faded)
+FREQUENCY_SPAN = 2.5
+
+
+def type_defaults(kind, lengthscale, X, M):
+    """{setting: value}: the width and frequency feature type ``kind`` starts from, for a kernel of
+    ``lengthscale`` on inputs ``X`` [N, D] with M features. Multiscale bumps half a lengthscale
+    wide; time-frequency wavelets 1.5 lengthscales wide at 1.5 / lengthscale; frequency features'
+    window the data's root mean square about the origin (it is centred there), their harmonics up
+    to FREQUENCY_SPAN / lengthscale; a sum of deltas spread over 0.6 lengthscales."""
+    ls = float(np.mean(lengthscale))
+    out = {}
+    if kind in WIDTH_IN_LENGTHSCALES:
+        out["feature_width"] = WIDTH_IN_LENGTHSCALES[kind] * ls
+    if kind == "time-frequency":
+        out["feature_frequency"] = TIME_FREQUENCY_IN_INVERSE_LENGTHSCALES / ls
+    if kind == "frequency":
+        rms = np.sqrt(np.mean(np.asarray(X, dtype=float) ** 2, axis=0))
+        out["feature_width"] = float(np.mean(np.where(rms > 0, rms, 1.0)))
+        out["feature_frequency"] = FREQUENCY_SPAN / (ls * max(int(M) // 2, 1))
+    return out
+
+
+def frequency_layout(M, base):
+    """(omega [M], phase [M]) of M frequency features on harmonics of ``base``: a cosine and a sine
+    at base, 2 base, ..., and, for odd M, a constant (frequency 0, a cosine) last. No sine at
+    frequency 0: it is identically zero (its u has no variance, Kuu is singular)."""
+    m = np.arange(M)
+    k = m // 2 + 1
+    phase = np.where(m % 2 == 0, 0.0, -np.pi / 2)
+    if M % 2:
+        k[-1], phase[-1] = 0, 0.0
+    return k * float(base), phase
 
 
 def build(kind, Z, s):
@@ -42,9 +82,8 @@ def build(kind, Z, s):
         return inducing.TimeFrequency(Z, np.full((M, D), float(s.feature_frequency)), 0.0, np.full(D, width))
     if kind == "frequency":
         # harmonics of the chosen frequency, a cosine and a sine at each (phases 0 and -pi/2)
-        k = np.arange(M) // 2
-        omega = np.outer(k, np.full(D, float(s.feature_frequency)))
-        return inducing.Frequency(omega, np.where(np.arange(M) % 2 == 0, 0.0, -np.pi / 2), np.full(D, width))
+        omega, phase = frequency_layout(M, s.feature_frequency)
+        return inducing.Frequency(np.outer(omega, np.ones(D)), phase, np.full(D, width))
     if kind == "sum-of-deltas":
         C = int(s.C)
         offsets = np.linspace(-1.0, 1.0, C) * width if C > 1 else np.zeros(1)

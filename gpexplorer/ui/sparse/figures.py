@@ -13,9 +13,16 @@ from bokeh.models import ColumnDataSource, PointDrawTool
 from bokeh.transform import factor_cmap
 
 from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS
-from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, range_placeholder
+from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, range_placeholder, share_x_frame
 
-COLORS = {"exact": "#404040", "sor": "#8e44ad", "dtc": "#e69f00", "fitc": "#d62728", "vfe": "#1f77b4"}
+#: one colour per approximation from Okabe and Ito's colour-blind-safe palette (2008): black for
+#: the exact GP, vermillion, blue, orange and reddish purple; the draggable Z are bluish green
+COLORS = {"exact": "#000000", "sor": "#cc79a7", "dtc": "#e69f00", "fitc": "#d55e00", "vfe": "#0072b2"}
+Z_COLOR = "#009e73"
+#: a band's fill is faint (bands overlap: three of them at 0.12-0.18 blended into one mauve on a
+#: projector); its edges, thin lines in the band's colour (dashed for the exact GP), tell them apart
+BAND_ALPHA = {"exact": 0.08, "sor": 0.07, "dtc": 0.07, "fitc": 0.08, "vfe": 0.08}
+EDGE_WIDTH = 1.2
 
 
 def inducing_rows(y, n_rows):
@@ -31,16 +38,19 @@ class PosteriorFigure:
     def __init__(self):
         fig = lab_figure("posterior", "Posterior: mean and 2-sigma bands", 420)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "x", "y"
+        share_x_frame(fig)  # the feature strip below shares this x frame, to the pixel
         legend = outside_legend(fig)
-        self.bands, self.means, self.items = {}, {}, {}
+        self.bands, self.means, self.edges, self.items = {}, {}, {}, {}
         for name in APPROXIMATIONS:
             band = ColumnDataSource({"x": [], "lower": [], "upper": []}, name=f"band-{name}")
             mean = ColumnDataSource({"x": [], "y": []}, name=f"mean-{name}")
-            alpha = 0.18 if name == "exact" else 0.12
-            r_band = fig.varea(x="x", y1="lower", y2="upper", source=band, fill_color=COLORS[name], fill_alpha=alpha)
-            r_mean = fig.line(x="x", y="y", source=mean, color=COLORS[name], line_width=2,
-                              line_dash="dashed" if name == "exact" else "solid")
-            self.items[name] = legend_item(LABELS[name], [r_band, r_mean])
+            dash = "dashed" if name == "exact" else "solid"
+            r_band = fig.varea(x="x", y1="lower", y2="upper", source=band, fill_color=COLORS[name],
+                               fill_alpha=BAND_ALPHA[name])
+            self.edges[name] = [fig.line(x="x", y=edge, source=band, color=COLORS[name], line_width=EDGE_WIDTH,
+                                         line_alpha=0.9, line_dash=dash) for edge in ("lower", "upper")]
+            r_mean = fig.line(x="x", y="y", source=mean, color=COLORS[name], line_width=2, line_dash=dash)
+            self.items[name] = legend_item(LABELS[name], [r_band, *self.edges[name], r_mean])
             legend.items.append(self.items[name])
             self.bands[name], self.means[name] = band, mean
         self.samples = ColumnDataSource({"xs": [], "ys": [], "color": []}, name="samples")
@@ -62,7 +72,7 @@ class PosteriorFigure:
         self.items["fitted"] = legend_item("Z of each fit", [r_fitted])
         legend.items.append(self.items["fitted"])
         self.inducing = ColumnDataSource({"x": [], "y": []}, name="inducing")
-        r_z = fig.scatter("x", "y", source=self.inducing, marker="triangle", size=13, color="#2ca02c",
+        r_z = fig.scatter("x", "y", source=self.inducing, marker="triangle", size=13, color=Z_COLOR,
                           line_color="black")
         legend.items.append(legend_item("Z (drag me)", [r_z]))
         drag = PointDrawTool(renderers=[r_z], add=False, description="Drag inducing inputs")
@@ -86,9 +96,8 @@ class PosteriorFigure:
             assign(self.bands[name], {"x": x, "lower": r.mean - sd, "upper": r.mean + sd})
             assign(self.means[name], {"x": x, "y": r.mean})
             if show_samples and r.samples is not None:
-                sx = comparison.inputs[::_SAMPLE_STRIDE, 0]
-                for s in r.samples:
-                    xs.append(sx), ys.append(s), colors.append(COLORS[name])
+                for s in r.samples:  # each sample on the grid it was drawn on
+                    xs.append(r.sample_inputs[:, 0]), ys.append(s), colors.append(COLORS[name])
         assign(self.samples, {"xs": xs, "ys": ys, "color": colors})
         assign(self.inducing, {"x": np.asarray(Z_shared)[:, 0], "y": np.full(len(Z_shared), rows[0])})
         fx, fy, fc = [], [], []
@@ -98,9 +107,6 @@ class PosteriorFigure:
         self.items["fitted"].visible = self.items["start"].visible = bool(fx)
         start = np.zeros((0, 1)) if start_Z is None else np.asarray(start_Z)
         assign(self.start, {"x": start[:, 0], "y": np.full(len(start), rows[0])})
-
-
-_SAMPLE_STRIDE = 3  # samples are drawn on every third grid point (an eigh of G/3 x G/3)
 
 
 class SplitFigure:

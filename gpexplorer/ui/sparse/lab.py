@@ -9,7 +9,8 @@ Modes: "manual" shows every approximation at the shared parameters (sliders + th
 inducing inputs); "fitted" shows each approximation at its own optimised parameters, at the
 iteration chosen by the replay slider. Moving a slider or dragging returns to manual mode;
 a finished fit writes the reference approximation's optimum back into the sliders, so the
-next fit starts warm from there.
+next fit starts warm from there; while replaying, the draggable Z follow that fit's iterate.
+The jobs and what their results change live in :mod:`gpexplorer.ui.sparse.fitting`.
 """
 
 from __future__ import annotations
@@ -20,40 +21,27 @@ import numpy as np
 import panel as pn
 import param
 
-from gpexplorer._threads import threads_for
 from gpexplorer.sparse import studies
-from gpexplorer.sparse.comparison import (APPROXIMATIONS, LABELS, badges, build_model, compare, default_grid,
-                                          parameter_key)
-from gpexplorer.sparse.joint_fit import fit_all
+from gpexplorer.sparse.comparison import LABELS, badges, build_model, compare, default_grid, parameter_key
 from gpexplorer.ui.lab_base import LabBase, next_tick
-from gpexplorer.ui.markup import TextBlock, status_html
+from gpexplorer.ui.markup import TextBlock
 from gpexplorer.ui.sparse import features as lab_features
 from gpexplorer.ui.sparse import layout
 from gpexplorer.ui.sparse.feature_views import FeatureViews
+from gpexplorer.ui.sparse.fitting import FitJobs, blas_threads
 from gpexplorer.ui.sparse import settings as cfg
 from gpexplorer.ui.sparse.charts import AddOneChart, SandwichChart, SweepCharts, TermsChart, TraceCharts
 from gpexplorer.ui.sparse.figures import PosteriorFigure, PredictedVsTrueFigure, SplitFigure
 from gpexplorer.ui.sparse.readouts import badges_html, bounds_html, noise_html
 from gpexplorer.ui.sparse.texts import TABS
-from gpexplorer.ui.widgets import PromptButton
 
 ADD_ONE_CANDIDATES = 80
-TIGHTEN_ITERATIONS = 150
+#: posterior samples are drawn on every third grid point (an eigendecomposition of G/3 x G/3),
+#: and drawn against those points
+SAMPLE_STRIDE = 3
 
 
-def _blas_threads(ds):
-    """The scoped BLAS-thread policy for evaluating every view on ``ds``: the exact GP's N^3
-    dominates (one thread at Snelson's N = 200, where threads thrash on a shared 2-core server)."""
-    return threads_for(ds.n ** 3)
-
-
-def _reference(names):
-    """The approximation whose optimum is written back into the sliders after a fit: the last
-    of the table (VFE) that was fitted."""
-    return next(n for n in reversed(APPROXIMATIONS) if n in names)
-
-
-class SparseRegressionLab(FeatureViews, LabBase):
+class SparseRegressionLab(FitJobs, FeatureViews, LabBase):
     """The FITC-vs-VFE dashboard; ``SparseRegressionLab()`` in Jupyter or a served app file."""
 
     mode = param.Selector(default="manual", objects=["manual", "fitted"])
@@ -72,6 +60,7 @@ class SparseRegressionLab(FeatureViews, LabBase):
         self.tightened = {}  # parameter_key -> upper bound with Z optimised for it
         self.comparison = None
         self._stale_tabs = set()
+        self._type_defaults = set()  # width/frequency settings to set from the new feature type's defaults
         self._build_components()
         # Served, the first evaluation (numba's cache load included) runs just after the page's HTML
         # has gone out, while the browser parses its scripts: the document it then pulls has the data.
@@ -86,13 +75,8 @@ class SparseRegressionLab(FeatureViews, LabBase):
         self.noise_readout = TextBlock()
         self.badge_pane = TextBlock()
         self._build_shared_widgets()
-        self.fit_button = PromptButton(label="Optimise", color="primary")
-        self.sweep_button = pn.widgets.Button(label="Run M sweep", color="default")
+        self._build_fit_buttons()
         self.reset_button = pn.widgets.Button(label="Re-initialise Z")
-        self.tighten_button = pn.widgets.Button(label="Tighten upper bound")
-        self.tighten_button.on_click(lambda _: self.start_tighten())
-        self.fit_button.on_click(lambda _: self.start_fit())
-        self.sweep_button.on_click(lambda _: self.start_sweep())
         self.reset_button.on_click(lambda _: self._reinitialise_Z())
         self.replay_slider = pn.widgets.IntSlider.from_param(self.param.replay, label="Replay iteration",
                                                              disabled=True)
@@ -137,7 +121,10 @@ class SparseRegressionLab(FeatureViews, LabBase):
         return None
 
     def _url_keys_used(self, accepted):
-        """Inducing inputs given in the URL decide M, which the URL then shows too."""
+        """Inducing inputs given in the URL decide M, which the URL then shows too; a feature type
+        given there starts from its own width and frequency unless the URL gives them too."""
+        if "feature" in accepted:
+            self._type_defaults = set(cfg.FEATURE_EDITS) - set(accepted)
         if "inducing_inputs" not in accepted:
             return accepted
         with self._silenced():
@@ -161,14 +148,13 @@ class SparseRegressionLab(FeatureViews, LabBase):
         return layout.views(self)
 
     # data, Z and settings --------------------------------------------------------------
-    def _reload(self):
-        """Structural change: new data set or new initial Z; fits and sweeps are discarded."""
+    def _reload(self, reason="the problem changed"):
+        """Structural change: new data set, feature type or initial Z; fits and sweeps are discarded."""
         self.cancel_job()
-        self.fits, self.fit_start, self.sweep, self.mode = None, None, None, "manual"
-        self.param.replay.bounds = (0, 1)  # Bokeh rejects a slider with start == end
-        self.replay_slider.disabled = True
+        self._forget_fits(reason)
         try:
             self.dataset = cfg.load_dataset(self.settings, self.uploaded)
+            self._apply_type_defaults()
             url_Z = self._url_Z()
             Z = url_Z if url_Z is not None else cfg.initial_Z(self.dataset, self.settings)
             self.feature = cfg.initial_feature(self.dataset, self.settings, Z)
@@ -188,14 +174,25 @@ class SparseRegressionLab(FeatureViews, LabBase):
 
     def _reinitialise_Z(self):
         self.settings.inducing_inputs = []
-        self._reload()
+        self._reload("Z re-initialised")
+
+    def _apply_type_defaults(self):
+        """The width and frequency a newly chosen feature type starts from (features.type_defaults)."""
+        names, self._type_defaults = self._type_defaults, set()
+        s = self.settings
+        values = lab_features.type_defaults(s.feature, s.lengthscale, self.dataset.X, s.M)
+        values = {k: float(np.clip(v, *s.param[k].bounds)) for k, v in values.items() if k in names}
+        with self._silenced():
+            s.param.update(values)
 
     def _settings_changed(self, names):
         """Applied at once: every slider move re-evaluates (no next-tick batching on this page)."""
         if names & set(cfg.STRUCTURAL):
             with self._silenced():
                 self.settings.inducing_inputs = []
-            self._reload()
+            if "feature" in names:  # a width or frequency changed with the type is the user's
+                self._type_defaults = set(cfg.FEATURE_EDITS) - names
+            self._reload(f"{' and '.join(sorted(names & set(cfg.STRUCTURAL)))} changed")
             return
         if names & set(cfg.HYPERPARAMETERS) or names & {"inducing_inputs", *cfg.FEATURE_EDITS}:
             self.mode = "manual"
@@ -244,10 +241,12 @@ class SparseRegressionLab(FeatureViews, LabBase):
             inputs = default_grid(ds.X) if ds.input_dim == 1 else _prediction_points(ds)[0]
             fitted_noise = ({n: o.final.noise_variance for n, o in self.fits.items()}
                             if self.fits and self.mode == "fitted" else None)
-            with _blas_threads(ds):
+            with blas_threads(ds):
                 self.comparison = compare(ds, psets, inputs, n_samples=3 if self.settings.show_samples else 0,
-                                          fitted_noise=fitted_noise)
+                                          fitted_noise=fitted_noise,
+                                          sample_inputs=inputs[::SAMPLE_STRIDE] if ds.input_dim == 1 else None)
             self._attach_tightened(fitted_noise)
+            self.comparison.badges = self.comparison.badges + self.fit_badges()
         except ValueError as err:
             self.error = str(err)
             self._show_error()
@@ -273,7 +272,9 @@ class SparseRegressionLab(FeatureViews, LabBase):
                 fitted_Z = ({n: self._markers(p.inducing) for n, p in psets.items() if p.inducing is not None}
                             if self.mode == "fitted" else None)
                 start_Z = self._markers(self.fit_start.inducing) if self.mode == "fitted" and self.fit_start else None
-                self.posterior.update(ds.X[:, 0], ds.y, c, s.band, self.Z, fitted_Z, start_Z, s.show_samples)
+                replayed = self.reference_iterate()  # the triangles follow the replay
+                shared_Z = self._markers(replayed.inducing) if replayed is not None else self.Z
+                self.posterior.update(ds.X[:, 0], ds.y, c, s.band, shared_Z, fitted_Z, start_Z, s.show_samples)
                 self._update_strip(psets)
             else:
                 self.pvt.update(_prediction_points(ds)[1], c, _prediction_points(ds)[2])
@@ -307,7 +308,7 @@ class SparseRegressionLab(FeatureViews, LabBase):
              "add_one": lambda: self.add_one.update({}),
              "position": lambda: self.position_chart.clear("the position sweep needs 1-D inputs")}[tab]()
             return
-        with _blas_threads(self.dataset):
+        with blas_threads(self.dataset):
             {"split": self._update_split, "add_one": self._update_add_one,
              "position": self._update_position}[tab](self.parameter_sets())
 
@@ -337,86 +338,6 @@ class SparseRegressionLab(FeatureViews, LabBase):
 
     def _show_error(self):
         self.badge_pane.object = badges_html([], self._problems())
-
-    # background jobs -------------------------------------------------------------------
-    def start_fit(self):
-        if self.dataset is None or self._busy():
-            return
-        s, ds = self.settings, self.dataset
-        start = self._shared().copy()
-        names = [n for n in s.approximations if n != "exact"] or ["vfe"]
-        reference = _reference(["exact", *names])
-        # warm start: the sliders and Z hold the reference fit's optimum (plus the user's edits);
-        # every other approximation continues from its own previous optimum
-        warm = {n: o.final for n, o in (self.fits or {}).items() if n != reference}
-        kw = dict(fixed=cfg.fixed_names(s), restarts=s.restarts, max_iter=s.max_iter, seed=s.seed,
-                  vfe_from_fitc=s.vfe_from_fitc, warm=warm)
-        self.fit_start = start
-        self._start_job("fit", lambda job: fit_all(ds, start, names, report=job.report, **kw))
-
-    def start_sweep(self):
-        if self.dataset is None or self._busy():
-            return
-        s, ds, p = self.settings, self.dataset, self._shared()
-        Ms = sorted(set(np.linspace(1, min(s.sweep_max_M, ds.n), 12).round().astype(int).tolist()))
-        self._start_job("sweep", lambda job: studies.m_sweep(
-            ds, p.kernel, p.noise_variance, Ms, z_init=s.z_init, seed=s.seed, max_iter=s.max_iter,
-            progress=job.report, cancelled=lambda: job.cancelled, tighten_upper_bound=TIGHTEN_ITERATIONS,
-            inducing=None if s.feature == "points" else p.inducing))
-
-    def start_tighten(self):
-        """Minimise the upper bound over its own Z at each shown approximation's parameters."""
-        if self.dataset is None or self._busy():
-            return
-        ds = self.dataset
-        todo = {parameter_key(p): p for n, p in self.parameter_sets().items() if n != "exact"}
-
-        def tighten(job):
-            out = {}
-            for k, (key, p) in enumerate(todo.items()):
-                job.report(k / len(todo), f"tightening bound {k + 1} of {len(todo)}")
-                with _blas_threads(ds):
-                    out[key] = build_model(ds, "vfe", p).tightened_upper_bound(TIGHTEN_ITERATIONS)[0]
-            return out
-
-        self._start_job("tighten", tighten)
-
-    def _job_buttons(self):
-        return (self.fit_button, self.sweep_button, self.tighten_button)
-
-    def _job_finished(self, state, job):
-        if state == "done":
-            {"fit": self._apply_fit, "sweep": self._apply_sweep, "tighten": self._apply_tighten}[job.name](job.result)
-            self.status.object = status_html("done", f"{job.name} finished in {job.elapsed:.2f} s")
-        else:
-            self.status.object = status_html(state, f"{job.name} {state}: {job.error or ''}")
-
-    def _apply_fit(self, outcomes):
-        self.fits = outcomes
-        longest = max(len(o.trace) for o in outcomes.values()) - 1
-        reference = outcomes[_reference(outcomes)]
-        with self._silenced():
-            self.param.replay.bounds = (0, max(longest, 1))
-            self.replay = longest
-            self.mode = "fitted"
-            if reference.final.inducing is not None:
-                self.feature = reference.final.inducing.copy()
-        self.refresh()  # the plots first: they are what the user is waiting for
-        with self._silenced():
-            cfg.adopt(self.settings, reference.final)  # warm start for the next fit
-            if self.feature is not None and self.dataset.input_dim == 1 and self._draggable():
-                self.settings.inducing_inputs = [round(float(v), 6) for v in self.Z[:, 0]]
-            self._show_selected_feature()
-        self.replay_slider.disabled = False
-        self.trace.update(outcomes)
-
-    def _apply_tighten(self, result):
-        self.tightened.update(result)
-        self.refresh()
-
-    def _apply_sweep(self, result):
-        self.sweep = result
-        self.sweep_charts.update(result)
 
     @param.depends("replay", watch=True)
     def _on_replay(self):

@@ -89,7 +89,9 @@ def views(lab):
         return main_plot[key]
 
     main = pn.panel(pn.bind(posterior_or_pvt, lab.param.one_dimensional), sizing_mode="stretch_width")
-    first = [lab.badge_pane, main]
+    # Continue beside the badge that offers it (shown only when a fit stopped on its budget; in
+    # presenter mode the sidebar with Optimise is folded away)
+    first = [lab.badge_pane, pn.Row(lab.continue_button, margin=(0, 10)), main]
     rest = [
         pn.Row(pn.Column(pn.pane.Bokeh(lab.sandwich.figure, sizing_mode="stretch_width"), lab.bounds_readout,
                          sizing_mode="stretch_width"), _note("sandwich"), sizing_mode="stretch_width"),

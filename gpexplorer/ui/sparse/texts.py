@@ -14,18 +14,25 @@ EXPLAIN = {
         "coincident features can carry a narrow, high peak that a coarse sweep misses; more jitter "
         "(Show card) removes it."),
     "posterior": (
-        "<b>Posterior.</b> Dots are data; each colour is an approximation's mean and 2-sigma band over "
-        "the exact GP (grey, dashed). Green triangles are the shared inducing inputs Z: <b>drag one</b> "
-        "and every objective is recomputed at once. After <i>Optimise</i>, crosses show each approximation's "
-        "own optimised Z (one row each) and grey circles where the fit started."),
+        "<b>Posterior.</b> Dots are data; each colour is an approximation's mean and 2-sigma band, the band's "
+        "edges drawn as thin lines of its colour, over the exact GP (black, dashed). Click a legend entry to hide "
+        "its band. Green triangles are the shared inducing inputs Z: <b>drag one</b> and every objective is "
+        "recomputed at once. After <i>Optimise</i>, crosses show each approximation's own optimised Z (one row "
+        "each), grey circles where the fit started, and the triangles the replayed iterate of the fit whose "
+        "optimum is written back (VFE's when it was fitted)."),
     "pvt": "<b>Predicted vs true.</b> With more than one input dimension the posterior is shown as test "
            "predictions against held-out targets; on the diagonal is perfect.",
     "sandwich": (
-        "<b>Bound sandwich.</b> Per row, the grey bar runs from the exact log p(y) to Titsias' upper bound at "
-        "the same parameters. VFE's dot is always left of its bar (a lower bound). A dot right of its "
-        "bar (red outline) overestimates the marginal likelihood, as FITC can (thesis 3.2.6)."),
+        "<b>Bound sandwich.</b> Per row, the grey bar runs from the exact log p(y) (black tick) to Titsias' "
+        "upper bound at the same parameters (the bar's end). VFE's dot is always left of the black tick (a "
+        "lower bound). Any dot right of the black tick overestimates the marginal likelihood, as FITC can "
+        "(thesis 3.2.6): it gets a black outline and an <i>Above the exact log p(y)</i> badge. Right of the "
+        "bar's end too, the overestimate is proven from the upper bound alone, without the exact value: a "
+        "black outline with a cross and an <i>Above the upper bound</i> badge. The triangle is the upper "
+        "bound with Z optimised for it (<i>Tighten upper bound</i>), often lower than the bar's end."),
     "terms": (
-        "<b>Terms (eq. 3.1).</b> log p(y) = complexity + data fit (+ VFE's trace term), constant omitted. "
+        "<b>Terms (eq. 3.1).</b> log p(y) = complexity + data fit (+ VFE's trace term), constant omitted; "
+        "each bar is one term's contribution to log p(y) (or to VFE's bound). "
         "FITC buys data fit with its heteroscedastic diagonal; VFE pays a trace penalty for poor Z."),
     "noise": "<b>Noise.</b> After a fit: each approximation's noise variance beside the exact GP's. FITC's "
              "far below the exact value is the noise collapse of thesis 3.2.1.",
@@ -40,6 +47,6 @@ EXPLAIN = {
              "The charts fill after <i>Run M sweep</i>.",
     "split": "<b>g/h split (fig. 2.4-2.5).</b> f = g + h: g carries what the inducing outputs explain, h the "
              "remaining prior variance, large away from Z. SoR drops h entirely.",
-    "badges": "Badges flag pathologies as they occur: noise collapse, clumped inputs, above the upper "
-              "bound, escalated jitter.",
+    "badges": "Badges flag pathologies as they occur: noise collapse, clumped inputs, an evidence above the "
+              "exact log p(y) or above the upper bound, escalated jitter, a fit stopped by its iteration budget.",
 }
