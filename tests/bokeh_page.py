@@ -33,6 +33,7 @@ __all__ = [
     "cds_data",
     "cds_length",
     "data_to_page",
+    "frame_edges",
     "drag_point",
     "measure_latency",
     "open_app",
@@ -245,6 +246,32 @@ def data_to_page(page, figure_name: str, x: float, y: float, scroll: bool = True
     if not (0 <= px < width and 0 <= py < height):
         raise ValueError(f"data point ({x}, {y}) maps to ({px:.0f}, {py:.0f}), outside the viewport")
     return px, py
+
+
+_JS_FRAME = """(name) => {
+  const fig = Bokeh.documents[0].get_model_by_name(name);
+  if (fig == null) return {error: `no model named ${name}`};
+  const views = [];
+  const walk = (v) => { if (v.model === fig) views.push(v); for (const c of (v.child_views ?? [])) walk(c); };
+  for (const root of Bokeh.index.roots) walk(root);
+  const view = views.find((v) => v.canvas_view.el.getBoundingClientRect().width > 0);
+  if (view == null) return {error: `figure ${name} has no displayed view (${views.length} hidden)`};
+  const rect = view.canvas_view.el.getBoundingClientRect();
+  const bbox = view.frame.bbox;
+  return {left: rect.left + bbox.left, right: rect.left + bbox.right, top: rect.top + bbox.top,
+          bottom: rect.top + bbox.bottom, x_start: fig.x_range.start, x_end: fig.x_range.end,
+          y_start: fig.y_range.start, y_end: fig.y_range.end};
+}"""
+
+
+def frame_edges(page, figure_name: str) -> dict:
+    """The plot frame of the figure named ``figure_name`` in page pixels (``left``, ``right``,
+    ``top``, ``bottom``) and its ranges as the browser has them (``x_start``, ``x_end``,
+    ``y_start``, ``y_end``)."""
+    result = page.evaluate(_JS_FRAME, figure_name)
+    if "error" in result:
+        raise LookupError(result["error"])
+    return result
 
 
 def drag_point(page, figure_name: str, start: tuple[float, float], end: tuple[float, float],
