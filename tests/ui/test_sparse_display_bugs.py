@@ -247,6 +247,14 @@ def test_the_width_does_not_carry_over_between_types(lab):
     np.testing.assert_allclose(lab.feature.delta, 0.5 * ls)
 
 
+def test_a_feature_type_from_the_url_starts_from_its_defaults_unless_the_url_says_otherwise(lab):
+    ls = lab.settings.lengthscale
+    lab.apply_url({"feature": "time-frequency", "feature_width": "0.9"})
+    assert lab.settings.feature_width == pytest.approx(0.9)  # the URL's own value stays
+    assert lab.settings.feature_frequency * ls >= 1.0  # the type's own start, not the slider's default 1
+    np.testing.assert_allclose(lab.feature.omega, lab.settings.feature_frequency)
+
+
 # 9. convergence ------------------------------------------------------------------------------
 
 def test_fit_outcome_says_whether_the_fit_converged():
