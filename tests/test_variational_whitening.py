@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpexplorer import kernels
-from gpexplorer.variational import SparseVariationalGP, fitting
+from gpexplorer.variational import SparseVariationalGP, fitting, whitening
 from gpexplorer.variational.posterior import make_posterior
 from gpexplorer.variational.whitening import WhitenedCoordinates
 
@@ -65,7 +65,7 @@ def test_only_the_full_gaussian_is_whitened():
     Y = (rng.uniform(size=40) < 0.5).astype(float)
     m = SparseVariationalGP(X, Y, kernels.SquaredExponential(), 6, "bernoulli_logit", posterior="mog1")
     packer = fitting.Packer(m.parameter_specs, m.parameters, frozenset())
-    assert fitting._whitened(m, packer, packer.pack(m.parameters)) is None
+    assert whitening.whitened_block(m, packer, packer.pack(m.parameters)) is None
 
 
 def test_whitening_lets_the_fg_block_optimiser_fit_an_ill_conditioned_problem():

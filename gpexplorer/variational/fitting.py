@@ -20,7 +20,10 @@ free vector as is, log of positive parameters, within ``parameter_specs`` boxes)
   features) and likelihood parameters in turn, ``evals_per_block`` (paper: 25) evaluations per
   block. Monte Carlo estimators reuse the model's eps (drawn once), so the objective is
   deterministic; each block ends at the best point evaluated so far, so -ELBO never rises from
-  one round to the next (``details["round_objectives"]``);
+  one round to the next (``details["round_objectives"]``; per round ``details["round_history"]``:
+  gain, iterations, evaluations, failed line searches). ``stop_when_converged`` ends the rounds
+  once the fit has converged by the rule of :mod:`.convergence`, whose verdict every fit records
+  in ``details["convergence"]`` (converged, on its budget, stalled);
 * ``whiten`` (default True, both L-BFGS methods): an FG q(u)'s entries are optimised in whitened
   coordinates (:mod:`.whitening`; m = Lk m~, L_S = Lk L~ with Kuu = Lk Lk^T at the start of the
   q block, or of the run for "lbfgs"). The objective and its optimum are the same; the paper's
@@ -52,13 +55,13 @@ import warnings
 
 import numpy as np
 
-from gpexplorer import _threads, covariances
-from gpexplorer.linalg import CholeskyError, jittered_cholesky
+from gpexplorer import _threads
+from gpexplorer.linalg import CholeskyError
 from gpexplorer.optimize import FAILED_OBJECTIVE, FitResult, Packer, TraceEntry
-from gpexplorer.variational import estimators, marginals
+from gpexplorer.variational import convergence, estimators, marginals
 from gpexplorer.variational.elbo import MIN_VARIANCE
 from gpexplorer.variational.elbo import elbo as elbo_function
-from gpexplorer.variational.whitening import WhitenedCoordinates
+from gpexplorer.variational.whitening import whitened_block
 
 METHODS = ("lbfgs", "block-lbfgs", "adam")
 BLOCKS = ("posterior", "hyperparameters", "likelihood")
@@ -245,25 +248,6 @@ def _lbfgs(ev, rec, x, idx, maxiter, maxfun, tol, coords=None):
     return ev.best[1].copy(), state["nit"], str(res.message)
 
 
-def _whitened(model, packer, x):
-    """(positions of "posterior" in the packed vector, WhitenedCoordinates at the current Kuu), or
-    None when the posterior is fixed or not a full Gaussian, or Kuu cannot be factorised."""
-    if "posterior" not in packer.names or model.posterior.diagonal or model.posterior.K != 1:
-        return None
-    start = 0
-    for n in packer.names:
-        if n == "posterior":
-            break
-        start += packer.sizes[n]
-    model.assign_parameters(packer.unpack(x))
-    try:
-        chols = [jittered_cholesky(covariances.Kuu(f, k), model.jitter, what="Kuu", warn=False)[0]
-                 for k, f in zip(model.kernels, model.features)]
-    except FAILURES:
-        return None
-    return np.arange(start, start + packer.sizes["posterior"]), WhitenedCoordinates(model.posterior, chols)
-
-
 def block_indices(packer):
     """{block: index array into the packed vector} for the non-empty blocks of BLOCKS."""
     out, i = {b: [] for b in BLOCKS}, 0
@@ -274,25 +258,32 @@ def block_indices(packer):
     return {b: np.array(v, dtype=int) for b, v in out.items() if v}
 
 
-def _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block, tol, details, whiten=True):
+def _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block, tol, details, whiten=True,
+               stop_when_converged=False, tau=0.0):
     F0, _, terms0 = ev.at(x0)
     rec.record(x0, F0, terms0, notify=False)
     x, nit, message = x0, 0, "nothing to optimise"
     if x0.size == 0:
         return x, nit, message
     if method == "lbfgs":
-        coords = _whitened(model, ev.packer, x) if whiten else None
+        coords = whitened_block(model, ev.packer, x) if whiten else None
         x, nit, message = _lbfgs(ev, rec, x, np.arange(x0.size), max_iter, 15000, tol, coords)
+        details["lbfgs_message"] = message
         return x, nit, message
     blocks = block_indices(ev.packer)
     details["blocks"] = {b: int(len(v)) for b, v in blocks.items()}
     rounds = details.setdefault("round_objectives", [])
+    history = details.setdefault("round_history", [])  # per round: gain, iterations, failed line searches
     for _ in range(int(max_iter)):
+        before, nit_before, n_before, messages = ev.best[0], nit, ev.n_eval, {}
         for block, idx in blocks.items():
-            coords = _whitened(model, ev.packer, x) if whiten and block == "posterior" else None
-            x, n, message = _lbfgs(ev, rec, x, idx, evals_per_block, evals_per_block, tol, coords)
+            coords = whitened_block(model, ev.packer, x) if whiten and block == "posterior" else None
+            x, n, messages[block] = _lbfgs(ev, rec, x, idx, evals_per_block, evals_per_block, tol, coords)
             nit += n
         rounds.append(float(ev.best[0]))
+        history.append(convergence.round_record(before - ev.best[0], nit - nit_before, ev.n_eval - n_before, messages))
+        if stop_when_converged and convergence.at_rest(history, tau):
+            break  # converged (or stalled: another round would repeat the standstill)
     return x, nit, f"{len(rounds)} rounds over the blocks {list(blocks)}"
 
 
@@ -332,15 +323,20 @@ def _run_adam(model, ev, rec, x0, max_iter, batch_size, learning_rate, trace_eve
 
 
 def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=None, method="lbfgs",
-        batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None, whiten=True):
+        batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None, whiten=True,
+        stop_when_converged=False, convergence_tol=convergence.CONVERGENCE_TOL):
     """Maximise the ELBO of ``model`` (module docstring); ``fixed`` is a set of parameter names.
     ``restarts`` extra runs start from the log-parameters moved by N(0, 0.5^2) and q(u) reset to
-    the prior there; ``seed`` drives them and Adam's minibatches and eps. Returns a FitResult."""
+    the prior there; ``seed`` drives them and Adam's minibatches and eps. Returns a FitResult
+    whose ``details["convergence"]`` says whether the fit converged or ended on its budget
+    (:mod:`.convergence`: ``convergence_tol`` nats per data point and round); with
+    ``stop_when_converged`` block-cyclic L-BFGS stops after the first round that gains at most that."""
     check_arguments(model, max_iter, method, batch_size, learning_rate, evals_per_block, trace_every, restarts)
     kind = objective_kind(model)
     if model.estimator == "score" and model.Q > 3 and method != "adam":
         warnings.warn("L-BFGS with the score estimator and Q > 3: the line search uses the fixed-eps Monte Carlo "
                       "ELBO, whose derivative the score gradient is not", RuntimeWarning, stacklevel=3)
+    tau = convergence.tolerance(model.X.shape[0], convergence_tol)
     initial = model.parameters
     packer = Packer(model.parameter_specs, initial, fixed)
     fixed_values = {n: v for n, v in initial.items() if n not in packer.names}
@@ -353,7 +349,7 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
             if start > 0:
                 _restart(model, packer, rng)
             runs.append(_one_run(model, packer, fixed_values, callback, method, max_iter, batch_size, learning_rate,
-                                 evals_per_block, trace_every, tol, rng, whiten))
+                                 evals_per_block, trace_every, tol, rng, whiten, (stop_when_converged, tau)))
             runs[-1]["start"] = start
             if runs[-1]["stopped"]:
                 break
@@ -364,6 +360,13 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
                "whitened_q": bool(whiten and method != "adam" and "posterior" in packer.names
                                   and not model.posterior.diagonal and model.posterior.K == 1),
                "entropy": model.posterior.entropy_kind, "terms": "neg_ell + neg_entropy + neg_cross = -ELBO"}
+    probe = None
+    if convergence.needs_exact_check(model, method, chosen, stopped, tau):
+        with _threads.single_threaded():
+            probe = exact_round_gain(model, packer, fixed_values, evals_per_block, whiten)
+    details["convergence"] = convergence.assess(method, chosen["details"], chosen["trace"], max_iter,
+                                                tau, exact_gradient=model.estimator != "score", stopped=stopped,
+                                                exact_round=probe)
     if method == "adam":
         details.update(batch_size=batch_size or model.X.shape[0], trace_every=trace_every,
                        trace_objective="full-data ELBO")
@@ -374,7 +377,7 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
 
 
 def _one_run(model, packer, fixed_values, callback, method, max_iter, batch_size, learning_rate, evals_per_block,
-             trace_every, tol, rng, whiten=True):
+             trace_every, tol, rng, whiten=True, stopping=(False, 0.0)):
     """One optimisation from where the model is; returns its summary, best entry and trace."""
     x0 = packer.pack(model.parameters)
     ev = Evaluator(model, packer)
@@ -384,7 +387,8 @@ def _one_run(model, packer, fixed_values, callback, method, max_iter, batch_size
         if method == "adam":
             _, nit, message = _run_adam(model, ev, rec, x0, max_iter, batch_size, learning_rate, trace_every, rng)
         else:
-            _, nit, message = _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block, tol, details, whiten)
+            _, nit, message = _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block, tol, details, whiten,
+                                         *stopping)
         success = True
     except Stop:
         nit, message, success, stopped = len(rec.trace) - 1, "stopped by the callback", False, True
@@ -394,6 +398,24 @@ def _one_run(model, packer, fixed_values, callback, method, max_iter, batch_size
         best = rec.trace[-1]
     return {"objective": best.objective, "n_iter": int(nit), "message": message, "success": success,
             "stopped": stopped, "trace": rec.trace, "best": best, "n_eval": ev.n_eval, "details": details}
+
+
+def exact_round_gain(model, packer, fixed_values, evals_per_block, whiten=True):
+    """(The ELBO's rise, accepted iterations) in one round of block-cyclic L-BFGS with the
+    quadrature estimator's exact gradient from where ``model`` is (:mod:`.convergence`: the check
+    of a score-function fit's standstill); the model is left as it was (parameters, estimator)."""
+    saved, estimator = model.parameters, model.estimator
+    model.estimator = "quadrature"
+    try:
+        ev = Evaluator(model, packer)
+        x0 = packer.pack(saved)
+        start = ev.at(x0)[0]
+        _, nit, _ = _run_lbfgs(model, ev, Recorder(model, packer, fixed_values, None), x0, 1, "block-lbfgs",
+                               evals_per_block, None, {}, whiten)
+        return (float(start - ev.best[0]) if np.isfinite(start) else np.inf), int(nit)
+    finally:
+        model.estimator = estimator
+        model.assign_parameters(saved)
 
 
 def _restart(model, packer, rng):
@@ -408,4 +430,5 @@ def _restart(model, packer, rng):
         model.reset_posterior(int(rng.integers(2 ** 31)))
 
 
-__all__ = ["BLOCKS", "METHODS", "batch_elbo", "block_indices", "fit", "kl_gradients", "objective_kind", "terms_of"]
+__all__ = ["BLOCKS", "METHODS", "batch_elbo", "block_indices", "exact_round_gain", "fit", "kl_gradients",
+           "objective_kind", "terms_of"]

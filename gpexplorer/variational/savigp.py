@@ -29,7 +29,7 @@ from gpexplorer.kernels import Kernel
 from gpexplorer.kernels.base import as_inputs
 from gpexplorer.likelihoods.pointwise import PointwiseLikelihood, get_likelihood
 from gpexplorer.parameters import Parameter
-from gpexplorer.variational import estimators, fitting, marginals, prediction
+from gpexplorer.variational import convergence, estimators, fitting, marginals, prediction
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.elbo import mixture_moments
 from gpexplorer.variational.posterior import make_posterior
@@ -83,6 +83,16 @@ class SparseVariationalGP:
         else:
             scale = 0.0 if self.posterior.K == 1 else 0.1
         self.posterior.initialise_from_prior(chols, mean_scale=scale, seed=seed)
+        return self
+
+    def redraw_samples(self, seed):
+        """A fresh eps for the Monte Carlo estimators (from ``seed``); returns self. For the score
+        estimator with Q <= 3 the value L-BFGS follows is quadrature's, so a fit continued after
+        a redraw follows the same objective with another gradient estimate (what continuing a
+        stalled fit needs, :mod:`.convergence`); for the reparameterised one the objective itself
+        changes. Quadrature has no samples: nothing changes."""
+        if self.eps is not None:
+            self.eps = estimators.draw_eps(self.num_samples, self.X.shape[0], self.Q, seed)
         return self
 
     # construction helpers ----------------------------------------------------------------------
@@ -223,7 +233,8 @@ class SparseVariationalGP:
         return out
 
     def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="lbfgs",
-            batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None, whiten=True):
+            batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None, whiten=True,
+            stop_when_converged=False, convergence_tol=convergence.CONVERGENCE_TOL):
         """Maximise the ELBO; returns a :class:`gpexplorer.optimize.FitResult` (also ``fit_result``).
 
         ``method``: "lbfgs" (L-BFGS-B jointly over every free parameter, ``max_iter`` iterations),
@@ -232,13 +243,19 @@ class SparseVariationalGP:
         minibatch steps of ``batch_size`` rows, ``learning_rate``, a trace entry every
         ``trace_every`` steps). ``fixed``: names or the groups "posterior", "kernel", "inducing",
         "likelihood". ``whiten``: L-BFGS moves an FG q(u) in whitened coordinates (same objective).
-        ``callback(entry)`` returning True stops the fit. Details, and what the
-        score estimator does under L-BFGS, in :mod:`gpexplorer.variational.fitting`.
+        ``callback(entry)`` returning True stops the fit. ``result.details["convergence"]``: converged
+        or ended on the budget (:mod:`gpexplorer.variational.convergence`; ``convergence_tol`` nats per
+        data point and round);
+        ``stop_when_converged``: block-cyclic L-BFGS stops at the first round gaining at most it.
+        Calling ``fit`` again continues from where the model is (q(u), hyperparameters, Z and
+        likelihood parameters kept). Details, and what the score estimator does under L-BFGS, in
+        :mod:`gpexplorer.variational.fitting`.
         """
         self.fit_result = fitting.fit(self, max_iter=max_iter, fixed=self._fixed_names(fixed), restarts=restarts,
                                       seed=seed, callback=callback, method=method, batch_size=batch_size,
                                       learning_rate=learning_rate, evals_per_block=evals_per_block,
-                                      trace_every=trace_every, tol=tol, whiten=whiten)
+                                      trace_every=trace_every, tol=tol, whiten=whiten,
+                                      stop_when_converged=stop_when_converged, convergence_tol=convergence_tol)
         return self.fit_result
 
     # prediction --------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
+from gpexplorer import covariances
+from gpexplorer.linalg import CholeskyError, jittered_cholesky
 from gpexplorer.variational.packing import pack_factor, tril_flat_positions, unpack_factor
 
 
@@ -77,4 +79,24 @@ class WhitenedCoordinates:
         return g
 
 
-__all__ = ["WhitenedCoordinates"]
+def whitened_block(model, packer, x):
+    """(positions of "posterior" in ``packer``'s vector, WhitenedCoordinates at the Kuu of the
+    parameters ``x``), or None when the posterior is fixed or not a full Gaussian, or Kuu cannot
+    be factorised; ``model`` is left at ``x``. The optimiser's q block (:mod:`.fitting`)."""
+    if "posterior" not in packer.names or model.posterior.diagonal or model.posterior.K != 1:
+        return None
+    start = 0
+    for n in packer.names:
+        if n == "posterior":
+            break
+        start += packer.sizes[n]
+    model.assign_parameters(packer.unpack(x))
+    try:
+        chols = [jittered_cholesky(covariances.Kuu(f, k), model.jitter, what="Kuu", warn=False)[0]
+                 for k, f in zip(model.kernels, model.features)]
+    except (CholeskyError, FloatingPointError, np.linalg.LinAlgError, ValueError):
+        return None
+    return np.arange(start, start + packer.sizes["posterior"]), WhitenedCoordinates(model.posterior, chols)
+
+
+__all__ = ["WhitenedCoordinates", "whitened_block"]
