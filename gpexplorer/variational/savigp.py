@@ -243,10 +243,10 @@ class SparseVariationalGP:
         minibatch steps of ``batch_size`` rows, ``learning_rate``, a trace entry every
         ``trace_every`` steps). ``fixed``: names or the groups "posterior", "kernel", "inducing",
         "likelihood". ``whiten``: L-BFGS moves an FG q(u) in whitened coordinates (same objective).
-        ``callback(entry)`` returning True stops the fit. ``result.details["convergence"]``: converged
-        or ended on the budget (:mod:`gpexplorer.variational.convergence`; ``convergence_tol`` nats per
-        data point and round);
-        ``stop_when_converged``: block-cyclic L-BFGS stops at the first round gaining at most it.
+        ``callback(entry)`` returning True stops the fit. ``result.details["convergence"]``: converged,
+        ended on the budget or stalled (:mod:`gpexplorer.variational.convergence`; ``convergence_tol``
+        in nats per data point and iteration); ``stop_when_converged``: block-cyclic L-BFGS stops
+        once the fit has converged (or stalled) by that rule.
         Calling ``fit`` again continues from where the model is (q(u), hyperparameters, Z and
         likelihood parameters kept). Details, and what the score estimator does under L-BFGS, in
         :mod:`gpexplorer.variational.fitting`.
