@@ -144,7 +144,8 @@ def test_learning_uses_the_fit_convention_and_the_paper_box():
     assert set(learnt) == {"egp", "uks"}
     start = {m: comparison.evaluate(m, data, g, s).free_energy for m in learnt}
     for m, r in learnt.items():
-        assert set(r) == {*comparison.HYPERPARAMETERS, "free_energy", "evaluations", "seconds", "search", "model"}
+        assert set(r) == {*comparison.HYPERPARAMETERS, "free_energy", "evaluations", "seconds", "search", "model",
+                          *comparison.VERDICT}  # the search's verdict: converged or on its budget (issue 23)
         assert 1 <= r["evaluations"] <= s.max_evals + 2 and r["free_energy"] >= start[m] - 1e-6 * abs(start[m])
         assert comparison.model_parameters(r["model"]) == {k: r[k] for k in comparison.HYPERPARAMETERS}
     assert learnt["egp"]["search"] == "Fisher scoring" and learnt["uks"]["search"] == "COBYQA"

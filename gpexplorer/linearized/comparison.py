@@ -28,6 +28,7 @@ from gpexplorer import kernels, metrics
 from gpexplorer._threads import threads_for
 from gpexplorer.linearized.methods import METHODS, Method
 from gpexplorer.linearized import linearization
+from gpexplorer.linearized.convergence import search_verdict
 from gpexplorer.linearized.free_energy_profile import free_energy_profile, log_grid
 from gpexplorer.linearized.gauss_newton import NumericalFailure
 from gpexplorer.linearized.gp import PAPER_BOUNDS, LinearizedGP
@@ -46,6 +47,8 @@ KITCHEN_SINKS_SEARCH = "cobyqa"
 HYPERPARAMETERS = ("variance", "lengthscale", "noise_variance")
 #: a profile spans the shown value / PROFILE_FACTOR .. x PROFILE_FACTOR in PROFILE_POINTS log steps
 PROFILE_FACTOR, PROFILE_POINTS = 10.0, 21
+#: what a learnt entry says about its search (:func:`gpexplorer.linearized.convergence.search_verdict`)
+VERDICT = ("converged", "reason", "last_change_per_evaluation", "window", "budget", "message")
 
 
 @dataclass(frozen=True)
@@ -309,7 +312,7 @@ def closeup(result: MethodResult, forward, x0, kappa) -> Closeup:
 # --- long computations (run on a worker; progress and cancellation injected) ----------------
 
 def learn_hyperparameters(methods, data: InversionProblem, forward, s: ComparisonSettings, start=None,
-                          progress=None, cancelled=None):
+                          progress=None, cancelled=None, previous=None):
     """Fit each method's hyperparameters in turn, from ``start`` (default: the shared ones).
 
     Every model is fitted by ``model.fit(max_iter=s.max_evals, method=fit_method(...))``; EGP / UGP
@@ -317,12 +320,19 @@ def learn_hyperparameters(methods, data: InversionProblem, forward, s: Compariso
     own. ``progress(fraction, message)`` is called after every free-energy evaluation (it may
     raise to abandon learning); ``cancelled()`` returning True stops the current fit and skips the
     rest. Returns method -> {variance, lengthscale, noise_variance, free_energy, evaluations,
-    seconds, search, model} for the methods fitted.
+    seconds, search, model, converged, reason, last_change_per_evaluation, budget} for the
+    methods fitted (the last four: :func:`gpexplorer.linearized.convergence.search_verdict`:
+    did the search stop on its own test or on the budget ``s.max_evals``).
+
+    ``previous`` (an earlier result of this function) continues learning: each method starts
+    from its learnt values with the same budget again; its evaluations and seconds add up, and
+    where the new search ends below the free energy already learnt the earlier values and model
+    are kept (F is maximised: continuing never lowers it).
     """
-    start = dict(start or s.hyperparameters)
     out = {}
     for k, method in enumerate(methods):
         label, evaluations = METHODS[method].label, 0
+        before = (previous or {}).get(method)
 
         def report(k=k, label=label):
             if progress is not None:
@@ -337,14 +347,21 @@ def learn_hyperparameters(methods, data: InversionProblem, forward, s: Compariso
 
         report()
         t0 = time.perf_counter()
-        model = build_model(method, data, forward, s, start)
+        at = {h: before[h] for h in HYPERPARAMETERS} if before else dict(start or s.hyperparameters)
+        model = build_model(method, data, forward, s, at)
         if METHODS[method].family == "gp":
             model.set_bounds(**PAPER_BOUNDS)
         with threads_for(_work(method, data, s)):
-            model.fit(max_iter=s.max_evals, callback=on_evaluation, method=fit_method(method, s.gp_search))
+            result = model.fit(max_iter=s.max_evals, callback=on_evaluation, method=fit_method(method, s.gp_search))
         out[method] = {**model_parameters(model), "free_energy": float(model.free_energy()),
                        "evaluations": evaluations, "seconds": time.perf_counter() - t0,
-                       "search": search_label(method, s.gp_search), "model": model}
+                       "search": search_label(method, s.gp_search), "model": model,
+                       **search_verdict(result, s.max_evals)}
+        if before:
+            kept = before if before["free_energy"] > out[method]["free_energy"] else out[method]
+            out[method] = {**kept, **{n: out[method][n] for n in VERDICT},
+                           "evaluations": before["evaluations"] + evaluations,
+                           "seconds": before["seconds"] + out[method]["seconds"]}
         if cancelled is not None and cancelled():
             break
     return out
