@@ -403,18 +403,21 @@ def _one_run(model, packer, fixed_values, callback, method, max_iter, batch_size
 def exact_round_gain(model, packer, fixed_values, evals_per_block, whiten=True):
     """(The ELBO's rise, accepted iterations) in one round of block-cyclic L-BFGS with the
     quadrature estimator's exact gradient from where ``model`` is (:mod:`.convergence`: the check
-    of a score-function fit's standstill); the model is left as it was (parameters, estimator)."""
-    saved, estimator = model.parameters, model.estimator
-    model.estimator = "quadrature"
+    of a score-function fit's standstill), or None where quadrature fails at that point; the
+    model is left as it was (parameters, estimator, control variate)."""
+    saved, estimator, cv = model.parameters, model.estimator, model.control_variate
+    model.estimator, model.control_variate = "quadrature", False
     try:
         ev = Evaluator(model, packer)
         x0 = packer.pack(saved)
         start = ev.at(x0)[0]
+        if not start < FAILED_OBJECTIVE:
+            return None
         _, nit, _ = _run_lbfgs(model, ev, Recorder(model, packer, fixed_values, None), x0, 1, "block-lbfgs",
                                evals_per_block, None, {}, whiten)
-        return (float(start - ev.best[0]) if np.isfinite(start) else np.inf), int(nit)
+        return float(start - ev.best[0]), int(nit)
     finally:
-        model.estimator = estimator
+        model.estimator, model.control_variate = estimator, cv
         model.assign_parameters(saved)
 
 
