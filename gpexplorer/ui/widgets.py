@@ -10,7 +10,7 @@ from gpexplorer.ui import presenter
 from gpexplorer.ui.markup import TextBlock, card_header
 
 __all__ = ["PROMPT_MS", "PromptFloatSlider", "PromptButton", "KERNEL_LABELS", "kernel_choices", "note",
-           "with_note"]
+           "with_note", "folded_in_presenter_mode"]
 
 PROMPT_MS = 5  # Panel batches widget events for 50 ms; a third of the 150 ms budget for a re-evaluation
 
@@ -70,6 +70,18 @@ def with_note(item, html, width):
         text, toggle = _folded(html, None)
         return pn.Column(pn.Row(item, toggle, sizing_mode="stretch_width"), text, sizing_mode="stretch_width")
     return pn.Row(item, note(html, width), sizing_mode="stretch_width")
+
+
+def folded_in_presenter_mode(block):
+    """``block`` (a page's introduction, any Panel object) as it is; in presenter mode hidden
+    under a "?" toggle that shows it, as :func:`with_note` folds the explanations."""
+    if not presenter.active():
+        return block
+    block.visible = False
+    toggle = pn.widgets.Toggle(name="?", width=presenter.NOTE_TOGGLE_WIDTH, button_type="light",
+                               css_classes=["gpx-note-toggle"])
+    toggle.jslink(block, value="visible")
+    return pn.Column(toggle, block, sizing_mode="stretch_width")
 
 
 def control_cards(settings, groups, widgets, extras=None):

@@ -56,6 +56,9 @@ class BlackBoxLab(LabBase):
         self._build_shared_widgets()
         self.fit_button = PromptButton(label="Fit", color="primary")
         self.fit_button.on_click(lambda _: self.request_fit())
+        # shown under the badges while a shown fit ended without converging (issue 23)
+        self.continue_button = PromptButton(label="Continue", color="warning", visible=False)
+        self.continue_button.on_click(lambda _: self.continue_fit())
 
     # the lab base's hooks ---------------------------------------------------------------
     def _settings_names(self):
@@ -171,7 +174,28 @@ class BlackBoxLab(LabBase):
             self.request_fit()
 
     def _job_buttons(self):
-        return (self.fit_button,)
+        return (self.fit_button, self.continue_button)
+
+    # continuing fits that did not converge ------------------------------------------------
+    def unfinished(self):
+        """The shown posteriors whose current fit ended on its budget or stalled (Continue applies)."""
+        if self._context != self._fit_context():
+            return []
+        return [p for p in self.shown if p in self.results and self.results[p].unfinished]
+
+    def continue_fit(self):
+        """Run the unfinished fits ``rounds`` more rounds each, from where they stopped, as a job."""
+        todo = self.unfinished()
+        if not todo or self._busy() or self.problem is None:
+            return
+        options = cfg.fit_options(self.settings, self.problem)
+        problem, live = self.problem, runs.LiveTrace()
+        previous = {p: self.results[p] for p in todo}
+        self._live, self._live_drawn = live, 0.0
+        self._job_context = (self._fit_context(), tuple(todo), True)
+        self._start_job("continue", lambda job: runs.continue_all(problem, previous, options, live, job.report,
+                                                                  lambda: job.cancelled),
+                        started=f"continuing {', '.join(cfg.LABELS[p] for p in todo)}")
 
     def _job_finished(self, state, job):
         context, posteriors, partial = self._job_context
@@ -182,7 +206,8 @@ class BlackBoxLab(LabBase):
             self.curve = job.result["variance"] if not partial or self.curve is None else self.curve
             self._context = context
             failed = [cfg.LABELS[p] for p, r in job.result["results"].items() if r.error is not None]
-            message = f"fitted {', '.join(cfg.LABELS[p] for p in posteriors)} in {job.elapsed:.2f} s"
+            verb = "continued" if job.name == "continue" else "fitted"
+            message = f"{verb} {', '.join(cfg.LABELS[p] for p in posteriors)} in {job.elapsed:.2f} s"
             if failed:
                 message += f"; {', '.join(failed)} failed (see the metrics table)"
             if job.result.get("note"):
@@ -231,4 +256,10 @@ class BlackBoxLab(LabBase):
             self._update_badges()
 
     def _update_badges(self):
-        self.badge_pane.object = texts.badges_html([self.error, self.fit_error, self.url_warning])
+        current = self.results if self._context == self._fit_context() else {}
+        self.badge_pane.object = texts.badges_html([self.error, self.fit_error, self.url_warning], current, self.shown)
+        todo = self.unfinished()
+        self.continue_button.visible = bool(todo)
+        if todo:
+            self.continue_button.label = (f"Continue {', '.join(cfg.LABELS[p] for p in todo)} "
+                                          f"({self.settings.rounds} more rounds)")

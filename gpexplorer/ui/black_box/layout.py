@@ -6,7 +6,7 @@ import panel as pn
 
 from gpexplorer.ui.black_box import settings as cfg
 from gpexplorer.ui.black_box.texts import EXPLAIN
-from gpexplorer.ui.widgets import control_cards, with_note
+from gpexplorer.ui.widgets import control_cards, folded_in_presenter_mode, with_note
 
 NOTE_WIDTH = 250
 WIDGETS = {
@@ -33,10 +33,12 @@ def controls(lab):
 
 
 def views(lab):
-    """The live views, each with a short explanation beside it."""
+    """The live views, each with a short explanation beside it; the introduction folded in
+    presenter mode; under the badges, Continue for fits that did not converge."""
     return pn.Column(
-        lab.intro,
+        folded_in_presenter_mode(lab.intro),
         lab.badge_pane,
+        lab.continue_button,
         lab.note_pane,
         _view(lab.latent.figure, "latent"),
         _view(lab.observation.figure, "observation"),

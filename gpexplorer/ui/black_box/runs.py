@@ -42,6 +42,17 @@ class PosteriorResult:
     metrics: dict = field(default_factory=dict)
     error: str | None = None
     model: object = None
+    continued: int = 0  # how many times the fit was continued from where it stopped
+
+    @property
+    def convergence(self):
+        """The fit's verdict (:mod:`gpexplorer.variational.convergence`; {} without a fit)."""
+        return self.metrics.get("convergence", {})
+
+    @property
+    def unfinished(self):
+        """Whether the fit ended without converging (on its budget, or stalled): Continue applies."""
+        return self.error is None and self.convergence.get("reason") in ("budget", "stalled")
 
 
 class LiveTrace:
@@ -52,18 +63,24 @@ class LiveTrace:
         self.lock = threading.Lock()
         self.entries = {}
 
-    def add(self, posterior, entry):
+    def add(self, posterior, entry, offset=0):
         with self.lock:
-            self.entries.setdefault(posterior, []).append(_trace_row(entry))
+            self.entries.setdefault(posterior, []).append(_trace_row(entry, offset))
+
+    def start_from(self, posterior, trace):
+        """A continued fit's live trace starts with what the fit drew before (trace columns)."""
+        names = ("iteration", "elbo", "ell", "entropy", "cross")
+        with self.lock:
+            self.entries[posterior] = list(zip(*(trace[n] for n in names)))
 
     def snapshot(self):
         with self.lock:
             return {p: list(rows) for p, rows in self.entries.items()}
 
 
-def _trace_row(entry):
+def _trace_row(entry, offset=0):
     t = entry.terms or {}
-    return (int(entry.iteration), -float(entry.objective), -float(t.get("neg_ell", np.nan)),
+    return (int(entry.iteration) + offset, -float(entry.objective), -float(t.get("neg_ell", np.nan)),
             -float(t.get("neg_entropy", np.nan)), -float(t.get("neg_cross", np.nan)))
 
 
@@ -147,20 +164,80 @@ def fit_one(problem, posterior, options, callback=None):
     t0 = time.perf_counter()
     try:
         model = build_model(problem, posterior, options)
-        res = model.fit(max_iter=options["rounds"], method="block-lbfgs", evals_per_block=options["evals_per_block"],
-                        callback=callback)
+        res = _fit(model, options, callback)
     except Exception as err:  # noqa: BLE001 - any failure (bad likelihood for the data, ...) is shown, not raised
         out.error = f"{type(err).__name__}: {err}"
         return out
-    seconds = time.perf_counter() - t0
     out.model = model
     out.trace = trace_columns([_trace_row(e) for e in res.trace])
+    return _read_off(out, model, problem, res, time.perf_counter() - t0)
+
+
+def _fit(model, options, callback):
+    """The lab's optimiser: block-cyclic L-BFGS, stopped once converged (or stalled)."""
+    return model.fit(max_iter=options["rounds"], method="block-lbfgs", evals_per_block=options["evals_per_block"],
+                     callback=callback, stop_when_converged=options.get("stop_when_converged", True))
+
+
+def _read_off(out, model, problem, res, seconds):
     try:
         describe(out, model, problem)
         out.metrics.update(metrics(model, problem, res, seconds))
     except (ValueError, FloatingPointError, np.linalg.LinAlgError) as err:
         out.error = f"prediction failed: {type(err).__name__}: {err}"
     return out
+
+
+def continue_one(problem, previous, options, callback=None):
+    """``previous`` (a fitted PosteriorResult) continued for ``options["rounds"]`` more rounds from
+    where its model stopped (q(u), hyperparameters, Z and likelihood parameters as they are).
+    The trace goes on from the last iteration drawn; iterations and fit time add up. A stalled
+    score-function fit gets a fresh draw of its samples first (the same draw would stall at the
+    same point again; the ELBO it follows is quadrature's, so the trace stays one objective)."""
+    model = previous.model
+    out = PosteriorResult(previous.posterior, model=model, continued=previous.continued + 1)
+    offset = previous.trace["iteration"][-1] + 1 if previous.trace.get("iteration") else 0
+    t0 = time.perf_counter()
+    try:
+        if previous.convergence.get("reason") == "stalled" and model.estimator == "score":
+            model.redraw_samples(int(model.seed or 0) + 1000 * out.continued)
+        res = _fit(model, options, callback)
+    except Exception as err:  # noqa: BLE001 - shown as the posterior's failure, as for a fit
+        out.error = f"{type(err).__name__}: {err}"
+        return out
+    new = trace_columns([_trace_row(e, offset) for e in res.trace])
+    out.trace = {n: list(previous.trace.get(n, [])) + new[n] for n in new}
+    out = _read_off(out, model, problem, res, time.perf_counter() - t0)
+    if out.error is None:
+        out.metrics["iterations"] += previous.metrics.get("iterations", 0)
+        out.metrics["seconds"] += previous.metrics.get("seconds", 0.0)
+    return out
+
+
+def continue_all(problem, previous, options, live=None, report=None, cancelled=lambda: False):
+    """Continue every fit of ``previous`` (posterior -> PosteriorResult) in turn, as :func:`fit_all`
+    fits them; returns {"results": {posterior: PosteriorResult}, "variance": None, "note": None}."""
+    live = live or LiveTrace()
+    results, n = {}, len(previous)
+    expected = expected_iterations(options)
+    for i, (post, before) in enumerate(previous.items()):
+        live.start_from(post, before.trace)
+        offset = before.trace["iteration"][-1] + 1 if before.trace.get("iteration") else 0
+        counter = {"n": 0}
+
+        def callback(entry, post=post, i=i, counter=counter, offset=offset):
+            live.add(post, entry, offset)
+            counter["n"] += 1
+            if report is not None:
+                report((i + min(0.95, counter["n"] / expected)) / n,
+                       f"continuing {post.upper()} ({i + 1} of {n}): iteration {entry.iteration + offset}, "
+                       f"ELBO {-entry.objective:.4g}")
+            return bool(cancelled())
+
+        results[post] = continue_one(problem, before, options, callback)
+        if cancelled():
+            return None
+    return {"results": results, "variance": None, "note": None}
 
 
 def where(problem):
@@ -203,8 +280,11 @@ def describe(out, model, problem):
 
 def metrics(model, problem, res, seconds):
     """ELBO, NLPD, error rate (classification) or SSE (else), fit time."""
+    verdict = dict(res.details.get("convergence", {}))
     out = {"elbo": -float(res.objective), "seconds": float(seconds), "iterations": len(res.trace) - 1,
-           "stopped": bool(res.details.get("stopped"))}
+           "stopped": bool(res.details.get("stopped")), "convergence": verdict,
+           "converged": bool(verdict.get("converged")),
+           "last_change_per_iteration": float(verdict.get("last_change_per_iteration", np.nan))}
     out["nlpd"] = model.nlpd(problem.X_test, problem.Y_test)
     if problem.kind == "binary" and getattr(model.likelihood, "name", "").startswith("bernoulli"):
         out["error_rate"] = model.error_rate(problem.X_test, problem.Y_test)

@@ -2,7 +2,9 @@
 table, data note, badges). Plain HTML, no TeX.
 
 Stable element ids for the tests: ``metrics-table`` (rows ``data-posterior``), ``data-note``,
-``badges``, ``job-status``, ``upload-error`` / ``upload-ok``.
+``badges`` (a fit that did not converge: ``data-kind="not-converged"`` as in the sparse lab, with
+``data-reason`` "budget" or "stalled" and ``data-posterior``), ``job-status``, ``upload-error`` /
+``upload-ok``.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ import html
 
 import numpy as np
 
+from gpexplorer.formatting import format_number
 from gpexplorer.ui.black_box.settings import LABELS, POSTERIORS
 from gpexplorer.ui.markup import STYLE, status_html, upload_html
 
-__all__ = ["EXPLAIN", "INTRO", "metrics_html", "note_html", "badges_html", "status_html", "upload_html"]
+__all__ = ["EXPLAIN", "INTRO", "metrics_html", "note_html", "badges_html", "convergence_badge_html", "status_html",
+           "upload_html"]
 
 INTRO = (
     "<b>Black-box inference</b> (SAVIGP, Dezfouli &amp; Bonilla 2015): a sparse GP whose likelihood is only "
@@ -51,7 +55,9 @@ EXPLAIN = {
     "metrics": (
         "<b>Metrics</b>: the ELBO at the end of the fit, the mean negative log predictive density (NLPD) and "
         "the error rate (classification) or standardised squared error SSE (counts, regression) on the test "
-        "points named above, and the fit's wall time."),
+        "points named above, how the fit ended and its wall time. <i>converged</i>: its last two rounds raised "
+        "the ELBO by at most 1e-5 nats per data point and iteration; <i>budget</i>: it was still rising when the "
+        "rounds ran out; <i>stalled</i>: the score estimate stopped finding the way uphill short of the maximum."),
 }
 
 
@@ -62,24 +68,25 @@ def _num(v, fmt="{:.4g}"):
 def metrics_html(results, shown, test_label, stale=False):
     """Per shown posterior: ELBO, NLPD, error rate or SSE, iterations and fit time."""
     head = (f"<tr><th></th><th>ELBO</th><th>NLPD ({html.escape(test_label)})</th><th>error rate / SSE</th>"
-            "<th>iterations</th><th>fit time (s)</th></tr>")
+            "<th>iterations</th><th>ended</th><th>fit time (s)</th></tr>")
     rows = []
     for p in POSTERIORS.values():
         if p not in shown:
             continue
         r = results.get(p)
         if r is None:
-            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=5 style="text-align:left">'
+            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=6 style="text-align:left">'
                         "not fitted yet</td></tr>")
             continue
         if r.error is not None:
-            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=5 style="text-align:left">'
+            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=6 style="text-align:left">'
                         f"failed: {html.escape(r.error)}</td></tr>")
             continue
         m = r.metrics
         err = (f"{_num(m['error_rate'], '{:.1%}')} error" if "error_rate" in m else f"{_num(m.get('sse'))} SSE")
         rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td>{_num(m.get("elbo"), "{:.2f}")}</td>'
                     f"<td>{_num(m.get('nlpd'))}</td><td>{err}</td><td>{m.get('iterations', 'n/a')}</td>"
+                    f"<td>{html.escape(str(r.convergence.get('reason', 'n/a')))}</td>"
                     f"<td>{_num(m.get('seconds'), '{:.2f}')}</td></tr>")
     stale_note = ('<div style="color:#8a6d00">The settings changed since this fit: press <i>Fit</i>.</div>'
                   if stale else "")
@@ -95,7 +102,32 @@ def note_html(problem, likelihood=None):
     return f'<div id="data-note" style="font-size:0.9em">{html.escape(problem.note)}{lik}</div>'
 
 
-def badges_html(problems):
-    """Warnings and errors above the views (``#badges``; empty when all is well)."""
+def convergence_badge_html(result):
+    """The badge of a fit that did not converge (``result.unfinished``): how it ended, the ELBO's
+    last change per iteration, and the offer to continue; "" for a converged one."""
+    if not result.unfinished:
+        return ""
+    c, p = result.convergence, result.posterior
+    rate, tol = format_number(c.get("last_change_per_iteration")), format_number(c.get("tolerance"))
+    if c["reason"] == "budget":
+        rounds = f"{c.get('budget')} round{'' if c.get('budget') == 1 else 's'}"
+        text = (f"<b>{LABELS[p]} did not converge</b>: the fit ended on its budget of {rounds} with "
+                f"the ELBO still rising by {rate} per iteration (converged: at most {tol}). Its ELBO, bands and "
+                "metrics are those of an unfinished fit; <i>Continue</i> runs more rounds from where it stopped.")
+    else:
+        samples = getattr(result.model, "num_samples", None)
+        text = (f"<b>{LABELS[p]} did not converge</b>: the fit stalled. The score-function estimate of the gradient "
+                f"(S = {samples}) no longer finds the way uphill (last change {rate} per iteration), yet one round "
+                f"with exact (quadrature) gradients would raise the ELBO by {format_number(c.get('exact_round_gain'))} "
+                "from here. Raise S, or <i>Continue</i> with fresh samples.")
+    return (f'<div class="gpx-badge" data-kind="not-converged" data-reason="{c["reason"]}" data-posterior="{p}">'
+            f"{text}</div>")
+
+
+def badges_html(problems, results=None, shown=()):
+    """Warnings and errors above the views (``#badges``; empty when all is well), then a badge per
+    shown posterior whose fit in ``results`` did not converge (:func:`convergence_badge_html`)."""
     items = "".join(f'<div class="gpx-badge failure" data-kind="error">{html.escape(p)}</div>' for p in problems if p)
+    results = results or {}
+    items += "".join(convergence_badge_html(results[p]) for p in POSTERIORS.values() if p in shown and p in results)
     return f'{STYLE}<div id="badges">{items}</div>'

@@ -7,7 +7,9 @@ hyperparameters (EGP paper eq. 34-37, EKS eq. 16-19) and rewrites the figures' d
 place; moving x0 only redraws the close-up. "Learn hyperparameters" runs each method's
 derivative-free free-energy maximisation (EGP section 3.2, EKS section 4.4) as a
 :class:`BackgroundJob` polled from the session's event loop; afterwards each method is shown at
-its own learnt hyperparameters until a kernel or noise slider moves. "Profile free energy" runs
+its own learnt hyperparameters until a kernel or noise slider moves. A method whose search ended on
+its budget rather than its own convergence test gets a badge and "Continue learning", which runs
+the same budget again from its learnt values (issue 23). "Profile free energy" runs
 the inner loop along one hyperparameter, another background job
 (:mod:`gpexplorer.ui.linearized.profile`); a profile is cleared when the models change. The
 computations are :mod:`gpexplorer.linearized.comparison`'s; this class holds the session's state.
@@ -68,7 +70,10 @@ class LinearizedLab(LabBase):
         self.learn_button = PromptButton(label="Learn hyperparameters", color="primary")
         self.show_learnt_button = pn.widgets.Button(label="Show learnt", disabled=True)
         self.profile_button = PromptButton(label="Profile free energy", color="light")
+        # under the badges while a method's learning ended on its budget (issue 23)
+        self.continue_button = PromptButton(label="Continue learning", color="warning", visible=False)
         self.learn_button.on_click(lambda _: self.start_learning())
+        self.continue_button.on_click(lambda _: self.continue_learning())
         self.profile_button.on_click(lambda _: self.start_profile())
         self.show_learnt_button.on_click(lambda _: next_tick(self.show_learnt))
 
@@ -263,7 +268,12 @@ class LinearizedLab(LabBase):
     def _update_badges(self):
         problems = [self.expression_error and f"custom expression: {self.expression_error}", self.error,
                     self.url_warning]
-        self.badge_pane.object = texts.badges_html(self.results, self.forward, self.refused, problems)
+        self.badge_pane.object = texts.badges_html(self.results, self.forward, self.refused, problems, self.fitted)
+        todo = self.unfinished_learning()
+        self.continue_button.visible = bool(todo)
+        if todo:
+            self.continue_button.label = (f"Continue learning {', '.join(METHODS[m].label for m in todo)} "
+                                          f"({self.settings.max_evals} more evaluations each)")
 
     # learning hyperparameters (background job) ------------------------------------------
     def start_learning(self):
@@ -278,11 +288,29 @@ class LinearizedLab(LabBase):
         self._start_job("learn", lambda job: comparison.learn_hyperparameters(
             run, data, forward, s, progress=job.report, cancelled=lambda: job.cancelled), started="learning started")
 
+    def unfinished_learning(self):
+        """The shown methods whose learnt values come from a search cut short by its budget."""
+        run, _ = comparison.active_methods(self.settings.methods, self.forward) if self.forward else ([], [])
+        return [m for m in run if (self.fitted or {}).get(m, {}).get("reason") == "budget"]
+
+    def continue_learning(self):
+        """Learning again from the learnt values of the searches cut short, the same budget each
+        (:func:`comparison.learn_hyperparameters` with ``previous``): F never falls."""
+        todo = self.unfinished_learning()
+        if not todo or self.data is None or self._busy():
+            return
+        s, previous = cfg.comparison_settings(self.settings), dict(self.fitted)
+        data, forward = self.data, self.forward
+        self._learning_context = cfg.fit_context(self.settings)
+        self._start_job("continue", lambda job: comparison.learn_hyperparameters(
+            todo, data, forward, s, progress=job.report, cancelled=lambda: job.cancelled, previous=previous),
+            started=f"continuing to learn {', '.join(METHODS[m].label for m in todo)}")
+
     def _job_buttons(self):
-        return (self.learn_button, self.profile_button)
+        return (self.learn_button, self.profile_button, self.continue_button)
 
     def _progress_text(self, job, message):
-        return message if job.name == "learn" else f"profile: {message}"
+        return message if job.name in ("learn", "continue") else f"profile: {message}"
 
     def _job_finished(self, state, job):
         if job.name == "profile":
@@ -291,9 +319,10 @@ class LinearizedLab(LabBase):
             self.status.object = texts.status_html(
                 "discarded", "learnt values discarded: the model settings changed while learning")
         elif state == "done":
-            self.fitted = job.result
+            self.fitted = {**(self.fitted or {}), **job.result} if job.name == "continue" else job.result
             self.show_learnt()
-            self.status.object = texts.status_html("done", f"learnt in {job.elapsed:.2f} s")
+            self.status.object = texts.status_html("done", f"{'continued' if job.name == 'continue' else 'learnt'} "
+                                                           f"in {job.elapsed:.2f} s")
         else:
             self.status.object = texts.status_html(state, f"learning {state}: {job.error or ''}")
 

@@ -37,6 +37,7 @@ def views(lab):
     """The live views, each with a short explanation beside it."""
     return pn.Column(
         lab.badge_pane,
+        lab.continue_button,
         _view(lab.latent.figure, "latent"),
         _view(lab.observation.figure, "observation"),
         _view(lab.objective.figure, "objective"),

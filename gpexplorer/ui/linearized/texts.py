@@ -1,7 +1,8 @@
 """Texts of the linearised-inference lab: one short explanation per view (what to look at) and
 the HTML readouts (metrics table, hyperparameter table, badges, messages). Plain HTML, no TeX.
 
-Stable element ids for the tests: ``metrics-table``, ``hyper-table``, ``badges``, ``job-status``,
+Stable element ids for the tests: ``metrics-table``, ``hyper-table``, ``badges`` (a search that
+ended on its budget: ``data-kind="not-converged"``, ``data-method``), ``job-status``,
 ``expression-error`` / ``expression-ok``, ``upload-error`` / ``upload-ok``.
 """
 
@@ -11,11 +12,12 @@ import html
 
 import numpy as np
 
+from gpexplorer.formatting import format_number
 from gpexplorer.linearized.comparison import METHODS
 from gpexplorer.ui.markup import STYLE, status_html, upload_html
 
-__all__ = ["EXPLAIN", "metrics_html", "hyper_html", "badges_html", "expression_html", "status_html",
-           "upload_html"]
+__all__ = ["EXPLAIN", "metrics_html", "hyper_html", "badges_html", "learning_badges_html", "expression_html",
+           "status_html", "upload_html"]
 
 EXPLAIN = {
     "latent": (
@@ -124,8 +126,28 @@ def hyper_html(results, fitted=None, mode="manual"):
             + head + "".join(rows) + f"</table><small>{note}</small></div>")
 
 
-def badges_html(results, forward, refused=(), problems=()):
-    """Badges: diverged inner loops, a non-differentiable g, failures and other problems."""
+def learning_badges_html(fitted):
+    """A badge per method whose hyperparameter search ended on its budget rather than its own
+    convergence test (:func:`gpexplorer.linearized.convergence.search_verdict`), with the free
+    energy's last rise per evaluation and the offer to continue."""
+    items = []
+    for m in METHODS:
+        learnt = (fitted or {}).get(m)
+        if not learnt or learnt.get("reason") != "budget":
+            continue
+        items.append(
+            f'<div class="gpx-badge" data-kind="not-converged" data-reason="budget" data-method="{m}">'
+            f"<b>{METHODS[m].label}: learning did not converge</b>. Its search ({html.escape(learnt['search'])}) "
+            f"ended on its budget of {learnt['budget']} evaluations with the free energy still rising by "
+            f"{format_number(learnt['last_change_per_evaluation'])} per evaluation (over its last "
+            f"{learnt['window']}), so the learnt values are where it was cut short. <i>Continue learning</i> "
+            f"runs another {learnt['budget']} from them.</div>")
+    return "".join(items)
+
+
+def badges_html(results, forward, refused=(), problems=(), fitted=None):
+    """Badges: diverged inner loops, a non-differentiable g, failures and other problems, and
+    learning cut short by its budget (:func:`learning_badges_html` of the learnt ``fitted``)."""
     items = [f'<div class="gpx-badge failure"><b>Problem:</b> {html.escape(p)}</div>' for p in problems if p]
     if forward is not None and not forward.differentiable:
         off = ", ".join(METHODS[m].label for m in refused) or "EGP/EKS"
@@ -139,6 +161,7 @@ def badges_html(results, forward, refused=(), problems=()):
             items.append(f'<div class="gpx-badge" data-kind="diverged" data-method="{m}"><b>Diverged</b>: '
                          f"{METHODS[m].label}'s step search hit the 'diverge' condition at iteration "
                          f"{r.trace[-1].iteration}; the last good mean is kept (section 2.5).</div>")
+    items.append(learning_badges_html(fitted))
     idle = "All shown methods converged." if results or refused else "No method selected: choose EGP, UGP, EKS or UKS."
     body = "".join(items) or f"<small>{idle}</small>"
     return STYLE + f'<div id="badges">{body}</div>'
