@@ -65,7 +65,7 @@ def test_a_fit_that_ends_on_its_budget_says_so_per_posterior_and_offers_to_conti
         assert "budget of 1 round " in text
         assert f"rising by {format_number(c['last_change_per_iteration'])} per iteration" in text
     assert lab.continue_button.visible and not lab.continue_button.disabled
-    assert lab.continue_button.label == "Continue FG, MoG1, MoG2 (1 more rounds)"
+    assert lab.continue_button.label == "Continue FG, MoG1, MoG2 (1 more round)"
     assert lab.metrics_readout.object.count("<td>budget</td>") == 3
     state = json.loads(lab._state_json().getvalue())
     assert state["metrics"]["mog1"]["converged"] is False

@@ -24,8 +24,10 @@ UPDATE_MS = 30_000
 FIT_MS = 90_000
 GRID = 200  # the 1-D views' grid (gpexplorer/ui/black_box/data.py GRID_POINTS)
 POSTERIORS = ("fg", "mog1", "mog2")
-#: a fit long enough to watch and to cancel (30 rounds of 3 blocks x 30 evaluations, per posterior)
-LONG_FIT = "?rounds=30&evals_per_block=30&estimator=quadrature"
+#: a fit long enough to watch and to cancel: 100 rounds of 2 blocks x 100 evaluations with the
+#: score estimator at S = 3000 (the lab stops a fit once it has converged or stalled, issue 23: a
+#: quadrature fit of 30 rounds x 30 evaluations ends within seconds)
+LONG_FIT = "?rounds=100&evals_per_block=100&estimator=score&num_samples=3000"
 
 
 def length_js(name):

@@ -37,7 +37,7 @@ def test_a_tiny_budget_shows_a_badge_per_method_and_the_offer_to_continue(lab):
     assert eks["reason"] == "budget" and eks["converged"] is False and eks["evaluations"] == 5
     text = badge(lab, "eks")
     assert text and "EKS: learning did not converge" in text and "budget of 5 evaluations" in text
-    rate = re.search(r"rising by (\S+) per evaluation", text).group(1)
+    rate = re.search(r"best free energy rose by (\S+) per evaluation", text).group(1)
     assert float(rate) == pytest.approx(eks["last_change_per_evaluation"], rel=5e-3)
     assert lab.continue_button.visible and "EKS" in lab.continue_button.label
     assert "5 more evaluations" in lab.continue_button.label

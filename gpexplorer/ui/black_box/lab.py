@@ -261,5 +261,6 @@ class BlackBoxLab(LabBase):
         todo = self.unfinished()
         self.continue_button.visible = bool(todo)
         if todo:
+            rounds = self.settings.rounds
             self.continue_button.label = (f"Continue {', '.join(cfg.LABELS[p] for p in todo)} "
-                                          f"({self.settings.rounds} more rounds)")
+                                          f"({rounds} more round{'' if rounds == 1 else 's'})")

@@ -138,10 +138,10 @@ def learning_badges_html(fitted):
         items.append(
             f'<div class="gpx-badge" data-kind="not-converged" data-reason="budget" data-method="{m}">'
             f"<b>{METHODS[m].label}: learning did not converge</b>. Its search ({html.escape(learnt['search'])}) "
-            f"ended on its budget of {learnt['budget']} evaluations with the free energy still rising by "
-            f"{format_number(learnt['last_change_per_evaluation'])} per evaluation (over its last "
-            f"{learnt['window']}), so the learnt values are where it was cut short. <i>Continue learning</i> "
-            f"runs another {learnt['budget']} from them.</div>")
+            f"ended on its budget of {learnt['budget']} evaluations, not on its own convergence test; over its "
+            f"last {learnt['window']} evaluations the best free energy rose by "
+            f"{format_number(learnt['last_change_per_evaluation'])} per evaluation. The learnt values are where "
+            f"it was cut short; <i>Continue learning</i> runs another {learnt['budget']} from them.</div>")
     return "".join(items)
 
 
