@@ -64,6 +64,6 @@ def test_a_malformed_check_is_named(raw, message):
 
 
 @pytest.mark.parametrize("value, text", [(8.67e-05, "8.67e-05"), (5.3e133, "5.3e+133"), (-51.826, "-51.83"),
-                                         (0.7, "0.7"), (3, "3"), (True, "true"), ("diverged", "diverged")])
+                                         (0.7, "0.7"), (0.999976, "0.99998"), (3, "3"), (True, "true"), ("diverged", "diverged")])
 def test_values_are_printed_by_magnitude(value, text):
     assert format_value(value) == text

@@ -54,6 +54,7 @@ class ParameterSet:
     kernel: object
     noise_variance: float
     inducing: InducingFeature | None = None
+    jitter: float = BASE_JITTER  # added to Kuu's diagonal (thesis 4.4.2: it decides what a near-pair does)
 
     def __post_init__(self):
         if self.inducing is not None and not isinstance(self.inducing, InducingFeature):
@@ -70,12 +71,13 @@ class ParameterSet:
 
     def copy(self) -> "ParameterSet":
         return ParameterSet(self.kernel.copy(), float(self.noise_variance),
-                            None if self.inducing is None else self.inducing.copy())
+                            None if self.inducing is None else self.inducing.copy(), float(self.jitter))
 
     @classmethod
     def from_model(cls, model) -> "ParameterSet":
         feature = getattr(model, "inducing", None)
-        return cls(model.kernel.copy(), float(model.noise_variance), None if feature is None else feature.copy())
+        return cls(model.kernel.copy(), float(model.noise_variance), None if feature is None else feature.copy(),
+                   float(getattr(model, "jitter", BASE_JITTER)))
 
 
 @dataclass
@@ -132,7 +134,7 @@ def build_model(ds, name, p: ParameterSet):
     if name == "exact":
         return models.ExactGPR(ds.X, ds.y, kernel=p.kernel.copy(), noise_variance=p.noise_variance)
     return models.SparseGPR(ds.X, ds.y, kernel=p.kernel.copy(), Z=p.inducing.copy(), approximation=name,
-                            noise_variance=p.noise_variance, jitter=BASE_JITTER)
+                            noise_variance=p.noise_variance, jitter=p.jitter)
 
 
 def _log_terms(terms):
@@ -236,9 +238,9 @@ def badges(results: dict, fitted_noise=None) -> list:
         if r.error:
             out.append(Badge("failure", name, f"{label} failed numerically: {r.error}"))
             continue
-        if r.jitter_used > BASE_JITTER * 1.0001:
+        if r.jitter_used > r.params.jitter * 1.0001:
             out.append(Badge("jitter", name, f"{label}: Kuu needed jitter {r.jitter_used:.1e} "
-                                             f"(default {BASE_JITTER:.0e}) to be factorised."))
+                                             f"(set: {r.params.jitter:.0e}) to be factorised."))
         if name == "exact":
             continue
         if r.clumped_pairs:
@@ -304,11 +306,11 @@ def basis_functions(p: ParameterSet, inputs):
 def parameter_key(p: ParameterSet):
     """A hashable fingerprint of a parameter set (to reuse results computed for it)."""
     if not isinstance(p.inducing, InducingFeature):
-        return _hyperparameter_key(p) + (None if p.inducing is None else p.inducing.tobytes(),)
+        return _hyperparameter_key(p) + (None if p.inducing is None else p.inducing.tobytes(), p.jitter)
     # the locations too: a feature's fixed attributes (an offset, say) are not among its parameters
     feature = tuple((n, v.tobytes()) for n, v in p.inducing.params.items())
     locations = np.asarray(p.inducing.locations, dtype=float).tobytes()
-    return _hyperparameter_key(p) + ((type(p.inducing).__name__, locations) + feature,)
+    return _hyperparameter_key(p) + ((type(p.inducing).__name__, locations) + feature, p.jitter)
 
 
 def default_grid(X, n=300, margin=0.1):

@@ -71,10 +71,10 @@ def position_curve(model, member, grid, dim=0, jitter=None) -> PositionCurve:
     return PositionCurve(member, grid, bound, probe.jitter)
 
 
-def zoom_grid(curve: PositionCurve, points=None, width=None):
-    """A finer grid around ``curve``'s maximum: ``width`` (default two steps of the coarse grid)
-    each side, ``points`` values (default as many as the coarse grid)."""
-    x, _ = curve.best
+def zoom_grid(curve: PositionCurve, points=None, width=None, center=None):
+    """A finer grid around ``center`` (default ``curve``'s maximum): ``width`` (default two steps
+    of the coarse grid) each side, ``points`` values (default as many as the coarse grid)."""
+    x = curve.best[0] if center is None else float(center)
     step = float(np.min(np.diff(np.sort(curve.grid)))) if curve.grid.size > 1 else 1.0
     width = 2 * step if width is None else float(width)
     return np.linspace(x - width, x + width, points or curve.grid.size)

@@ -63,7 +63,7 @@ def _parameter_set(template: ParameterSet, params: dict) -> ParameterSet:
     if template.inducing is not None:
         feature = template.inducing.copy()
         feature.assign_unchecked({n: params[n] for n in feature.parameter_names})
-    return ParameterSet(kernel, float(params["noise_variance"]), feature)
+    return ParameterSet(kernel, float(params["noise_variance"]), feature, template.jitter)
 
 
 def fit_one(ds, name, start: ParameterSet, fixed=(), restarts=0, max_iter=300, seed=0, on_iterate=None):

@@ -177,7 +177,7 @@ def format_value(value) -> str:
         if abs(v) < 1e-3 or abs(v) >= 1e5:
             return f"{v:.3g}"
         if abs(v) < 1:
-            return f"{v:.3g}"
+            return f"{v:.5g}"
         return f"{v:.2f}"
     return str(value)
 

@@ -74,13 +74,26 @@ class BringIntoView(JSComponent):
         for (const root of Bokeh.index.roots) walk(root);
         return hit;
       };
+      // the lesson card sticks to the top of the scrolled main area: a view must clear its bottom
+      const stickyBottom = () => {
+        let node = byId(document, 'lesson-card');
+        while (node) {
+          if (node.nodeType === 1 && getComputedStyle(node).position === 'sticky') return node.getBoundingClientRect().bottom;
+          node = node.parentNode || (node.host ?? null);
+          if (node && node.nodeType === 11) node = node.host;
+        }
+        return 0;
+      };
       const tick = () => {
         if (userMoved) return;
         const target = model.figure ? figureEl(model.figure) : (model.element ? byId(document, model.element) : null);
-        if (target) {
-          const r = target.getBoundingClientRect();
-          if (r.height > 0 && (r.top < 0 || r.bottom > window.innerHeight))
-            target.scrollIntoView({block: r.height > window.innerHeight ? 'start' : 'nearest'});
+        const scroller = document.getElementById('main') || document.scrollingElement;
+        if (target && scroller) {
+          const r = target.getBoundingClientRect(), top = stickyBottom() + 4, bottom = window.innerHeight;
+          let delta = 0;
+          if (r.top < top) delta = r.top - top;
+          else if (r.bottom > bottom) delta = Math.min(r.bottom - bottom, r.top - top);
+          if (r.height > 0 && Math.abs(delta) > 1) scroller.scrollBy(0, delta);
         }
         if (Date.now() - started < model.settle_ms) setTimeout(tick, 250);
       };
@@ -129,8 +142,8 @@ class LessonCard(pn.viewable.Viewer):
                  self._link(k + 1, "next &rarr;", "lesson-next") if k < n else '<a id="lesson-end" href="./">all '
                                                                               "lessons</a>"]
         return (f'<div id="lesson-card"><b>{html.escape(self.lesson.title)}: step {k} of {n}, '
-                f"{html.escape(self.step.title)}</b><p style='margin:4px 0'>{html.escape(self.step.text)}</p>"
-                f"<p style='margin:2px 0'>{' &nbsp; '.join(link for link in links if link)}</p></div>")
+                f"{html.escape(self.step.title)}</b><p style='margin:2px 0'>{html.escape(self.step.text)} &nbsp; "
+                f"<span style='white-space:nowrap'>{' &nbsp; '.join(link for link in links if link)}</span></p></div>")
 
     def _claims_html(self):
         if not self.step.checks:

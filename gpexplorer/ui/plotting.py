@@ -55,7 +55,7 @@ def range_placeholder(fig):
 
 def outside_legend(fig):
     """An empty legend right of the plot (never over the lines); a click hides an entry."""
-    legend = Legend(click_policy="hide", location="top_left", label_text_font_size="9pt")
+    legend = Legend(click_policy="hide", location="top_left")  # type size: the document's theme (presenter mode)
     fig.add_layout(legend, "right")
     return legend
 

@@ -152,3 +152,34 @@ def panel_server(tmp_path_factory):
     yield start
     for _, process in servers.values():
         stop_process_group(process)
+
+
+@pytest.fixture(scope="session")
+def gpexplorer_server(tmp_path_factory):
+    """``gpexplorer serve`` (the front page and every lab) on a free port, as a user starts it;
+    yields (base URL, log path). The log must hold no traceback at the end."""
+    from bokeh_page import server_log_problems
+
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("gpexplorer-serve") / "serve.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "gpexplorer.cli", "serve", "--port", str(port)], cwd=ROOT,
+                                   stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ), start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            assert process.poll() is None, log_path.read_text()
+            try:
+                with opener.open(base + "/", timeout=30) as response:
+                    assert response.status == 200
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, log_path.read_text()
+                time.sleep(0.2)
+        yield base, log_path
+    finally:
+        stop_process_group(process)
+    log = server_log_problems(log_path.read_text())
+    assert "Traceback" not in log, log[-3000:]

@@ -114,3 +114,23 @@ def test_two_sessions_share_no_bokeh_model_in_the_strip():
     ids_b = {m.id for m in b.strip.figure.references()}
     shared = {m for m in a.strip.figure.references() if m.id in ids_b}
     assert not ids_a & ids_b, shared
+
+
+def test_the_kuu_jitter_setting_reaches_every_evaluation_and_the_fit(lab):
+    lab.settings.param.update(feature="multiscale", M=3, max_iter=20)
+    lab.settings.jitter = 1e-12
+    assert all(r.params.jitter == 1e-12 for n, r in lab.comparison.results.items() if n != "exact")
+    tiny = lab.comparison.results["vfe"].log_evidence
+    lab.settings.jitter = 1e-2
+    assert lab.comparison.results["vfe"].log_evidence != tiny  # the bound is evaluated with the new jitter
+    lab.start_fit()
+    assert lab.wait_for_jobs(120) == "done"
+    assert lab.fits["vfe"].final.jitter == 1e-2 and lab.fits["vfe"].trace[-1].jitter == 1e-2
+
+
+def test_the_position_zoom_is_around_the_selected_feature_and_holds_its_own_place(lab):
+    lab.settings.param.update(feature="multiscale", M=3, selected_feature=1)
+    lab.view_tab = "position"
+    here = float(lab.feature.locations[1, 0])
+    zoom = np.asarray(lab.position_chart.sources[1].data["x"])
+    assert zoom.min() < here < zoom.max() and np.min(np.abs(zoom - here)) == 0.0

@@ -117,7 +117,7 @@ class _Series:
         fig.multi_line(xs="xs", ys="ys", line_color="color", line_dash="dash", line_width=2,
                        legend_field="label", source=self.source)
         legend = fig.legend[0]
-        legend.click_policy, legend.location, legend.label_text_font_size = "hide", "top_left", "9pt"
+        legend.click_policy, legend.location = "hide", "top_left"  # type size: the document's theme
         fig.center.remove(legend)
         fig.add_layout(legend, "right")  # beside the plot, never over the lines
         legend.visible = False  # an empty legend is an empty box: shown with the first series

@@ -70,13 +70,13 @@ class FeatureStrip:
 
 
 class PositionChart:
-    """The VFE bound against the selected feature's position (left) and a zoom on its maximum
+    """The VFE bound against the selected feature's position (left) and a zoom around where it sits
     (right), each with the feature's current position marked."""
 
     def __init__(self):
         self.figures, self.sources, self.markers, self.placeholders = [], [], [], []
         for key, title in (("coarse", "Bound against the selected feature's position"),
-                           ("zoom", "Zoom around the highest point")):
+                           ("zoom", "Zoom around the selected feature")):
             fig = lab_figure(f"position-{key}", title, 260)
             fig.xaxis.axis_label, fig.yaxis.axis_label = "position of the selected feature", "VFE bound"
             source = ColumnDataSource({"x": [], "bound": []}, name=f"position-{key}-curve")
@@ -98,7 +98,7 @@ class PositionChart:
         zx, zb = zoom.best
         self.figures[0].title.text = title or (f"Bound against feature position: highest {b:.2f} at {x:.3f} "
                                                f"(jitter {coarse.jitter:.0e})")
-        self.figures[1].title.text = f"Zoom: highest {zb:.2f} at {zx:.4f}"
+        self.figures[1].title.text = f"Zoom around the selected feature: highest {zb:.2f} at {zx:.4f}"
 
     def clear(self, message):
         for source, placeholder in zip(self.sources, self.placeholders):

@@ -121,7 +121,9 @@ class FeatureViews:
         self.strip.update(grid[:, 0], basis, z, weights)
 
     def _update_position(self, psets):
-        """Fig. 4.4: VFE's bound against the selected feature's position, coarse and zoomed."""
+        """Fig. 4.4: VFE's bound against the selected feature's position, over the inputs and zoomed
+        around where the feature is (a narrow peak there, at a near-coincident partner, falls
+        between the coarse grid's points)."""
         if not self._draggable():
             self.position_chart.clear("Frequency features have no position: all sit at the origin")
             return
@@ -132,7 +134,9 @@ class FeatureViews:
         jitter = float(self.settings.position_jitter)
         try:
             coarse = position_curve(model, m, np.linspace(lo, hi, POSITION_POINTS), jitter=jitter)
-            zoom = position_curve(model, m, zoom_grid(coarse), jitter=jitter)
+            here = float(p.inducing.locations[m, 0])
+            # the feature's own place too: a peak narrower than the zoom's steps is still drawn
+            zoom = position_curve(model, m, np.union1d(zoom_grid(coarse, center=here), [here]), jitter=jitter)
         except ValueError as err:
             self.position_chart.clear(f"position sweep unavailable: {err}")
             return

@@ -13,7 +13,7 @@ charts' data. Names (``a`` is an approximation shown: exact, sor, dtc, fitc, vfe
 * bands over the data's x range: ``a.band_f_width`` and ``a.band_y_width`` (mean width of the
   2-sigma band), ``a.band_f_width_at_Z`` / ``a.band_f_width_between_Z`` (at the shared inducing
   inputs / midway between neighbours), ``a.mean_gap`` (largest |mean - exact mean|);
-* ``badge.<kind>.<a>`` (true when that badge is shown; kinds in ``BADGE_KINDS``), ``badges.count``;
+* ``badge.<kind>.<a>`` (true when that badge is shown; kinds in ``sparse.comparison.BADGE_KINDS``), ``badges.count``;
 * after Optimise: ``fitted``, ``fit.a.iterations``, ``fit.a.objective``, ``fit.a.noise``,
   ``fit.a.noise_ratio`` (to the exact GP's fitted noise), ``fit.a.converged``, and where the fit
   started: ``fit.a.start_noise``, ``fit.a.start_objective``;
@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpexplorer import covariances
-from gpexplorer.sparse.comparison import APPROXIMATIONS
+from gpexplorer.sparse.comparison import APPROXIMATIONS, BADGE_KINDS
+from gpexplorer.sparse.feature_position import u_correlation
 
-__all__ = ["ACTIONS", "VIEWS", "BADGE_KINDS", "settings_and_names", "make_lab", "quantities"]
+__all__ = ["ACTIONS", "VIEWS", "settings_and_names", "make_lab", "quantities"]
 
 #: action -> (its button's label, the lab's method that starts it)
 ACTIONS = {"optimise": ("Optimise", "start_fit"), "sweep": ("Run M sweep", "start_sweep"),
@@ -46,8 +46,6 @@ VIEWS = {"posterior": {"figure": "posterior"}, "strip": {"figure": "feature-stri
          "trace": {"tab": "trace", "figure": "trace"}, "add_one": {"tab": "add_one", "figure": "add-one"},
          "sweep": {"tab": "sweep", "figure": "sweep-log_marginal_likelihood"},
          "split": {"tab": "split", "figure": "gh-split"}, "position": {"tab": "position", "figure": "position-coarse"}}
-BADGE_KINDS = ("noise-collapse", "clumping", "ill-conditioned", "near-duplicate", "above-exact",
-               "above-upper-bound", "jitter", "failure", "not-converged")
 SWEEP_KEYS = {"objective": "log_marginal_likelihood", "noise": "noise_variance", "nlpd": "nlpd", "smse": "smse",
               "upper_bound": "upper_bound", "upper_bound_tightened": "upper_bound_tightened"}
 
@@ -198,9 +196,7 @@ def _feature_quantities(lab, out):
         out["feature.max_correlation"] = 0.0
         return
     p = shown[-1].params  # VFE's when shown (the table's last)
-    K = covariances.Kuu(p.inducing, p.kernel)
-    d = np.sqrt(np.maximum(np.diag(K), 1e-300))
-    corr = K / np.outer(d, d)
+    corr = np.array(u_correlation(p.inducing, p.kernel))
     np.fill_diagonal(corr, 0.0)
     out["feature.max_correlation"] = float(np.max(np.abs(corr)))
 

@@ -73,7 +73,12 @@ class LabSettings(param.Parameterized):
                                      label="Feature frequency", doc="Angular frequency of the selected feature")
     selected_feature = param.Integer(default=0, bounds=(0, 199), precedence=-1, label="Selected feature",
                                      doc="The feature the width and frequency sliders and the position sweep act on")
-    position_jitter = param.Selector(default=1e-6, objects={f"{v:.0e}": v for v in (1e-8, 1e-6, 1e-4, 1e-2, 1e-1)},
+    jitter = param.Selector(default=1e-6, objects={f"{v:.0e}": v for v in (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)},
+                            label="Kuu jitter",
+                            doc="Added to Kuu's diagonal in every evaluation and fit (thesis 4.4.2: near-coincident "
+                                "features need a tiny one; a larger one forbids them)")
+    position_jitter = param.Selector(default=1e-6, objects={f"{v:.0e}": v for v in (1e-12, 1e-10, 1e-8, 1e-6, 1e-4,
+                                                                                    1e-2, 1e-1)},
                                      label="Jitter (position sweep)",
                                      doc="Jitter on Kuu's diagonal for the bound-against-position curve (thesis fig. 4.4)")
     approximations = param.ListSelector(default=["exact", "fitc", "vfe"], objects={LABELS[a]: a for a in APPROXIMATIONS},
@@ -117,7 +122,7 @@ def control_groups():
         "Data": ["dataset", "n_points", "data_noise", "data_seed"],
         "Model": ["kernel", "variance", "lengthscale", "alpha", "period", "noise_variance"],
         "Inducing inputs": ["M", "z_init", "seed", "feature", "C", "selected_feature", "feature_width",
-                            "feature_frequency"],
+                            "feature_frequency", "jitter"],
         "Show": ["approximations", "band", "show_samples", "split_of", "position_jitter"],
         "Optimisation": ["optimise_kernel", "optimise_noise", "optimise_Z", "restarts", "max_iter",
                          "vfe_from_fitc", "sweep_max_M"],
@@ -169,7 +174,7 @@ def shared_parameters(ds, s: LabSettings, feature) -> ParameterSet:
     if ds.input_dim > 1:
         kernel.set_params(lengthscale=np.full(ds.input_dim, s.lengthscale))
     feature = feature.copy() if isinstance(feature, InducingFeature) else np.array(feature, dtype=float)
-    return ParameterSet(kernel, s.noise_variance, feature)
+    return ParameterSet(kernel, s.noise_variance, feature, float(s.jitter))
 
 
 def initial_feature(ds, s: LabSettings, Z):

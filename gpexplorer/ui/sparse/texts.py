@@ -10,7 +10,7 @@ EXPLAIN = {
         "a windowed sinusoid for a frequency one; ticks mark a sum of deltas' C locations (thesis ch. 4)."),
     "position": (
         "<b>Bound against one feature's position (fig. 4.4).</b> VFE's bound as the selected feature is moved "
-        "across the inputs, everything else fixed; right, a zoom around the highest point. Two nearly "
+        "across the inputs, everything else fixed; right, a zoom around where the feature sits now. Two nearly "
         "coincident features can carry a narrow, high peak that a coarse sweep misses; more jitter "
         "(Show card) removes it."),
     "posterior": (
