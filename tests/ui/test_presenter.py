@@ -78,3 +78,38 @@ def test_note_toggle_shows_the_explanation_and_the_mode_button_keeps_the_state(p
     page.wait_for_url(lambda url: "presenter" not in url and "M=7" in url, timeout=LOAD_MS)
     page.locator("canvas").first.wait_for(state="visible", timeout=LOAD_MS)
     expect(page.get_by_role("button", name="Presenter mode")).to_be_visible(timeout=LOAD_MS)
+
+
+# from the first moment the document has figures: the type size of every axis's tick labels and of
+# every legend's labels (a theme applied after loading used to make them jump 13 -> 17 px)
+_PROBE_TYPE_SIZES = """
+window.__gpxTypeSizes = [];
+const probe = () => {
+  if (window.Bokeh && Bokeh.documents && Bokeh.documents.length) {
+    const sizes = [];
+    for (const m of Bokeh.documents[0].all_models) {
+      for (const p of ['major_label_text_font_size', 'label_text_font_size'])
+        if (m.properties && p in m.properties && !(p === 'label_text_font_size' && !('items' in m.properties)))
+          sizes.push([p, parseFloat(m[p])]);
+    }
+    if (sizes.length) window.__gpxTypeSizes.push({t: performance.now(), sizes});
+  }
+  if (window.__gpxTypeSizes.length < 60) setTimeout(probe, 50);
+};
+probe();
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lab", list(APPS))
+def test_presenter_type_is_large_from_the_first_paint(page, panel_server, lab):
+    page.add_init_script(_PROBE_TYPE_SIZES)
+    errors = _open(page, panel_server, lab, SIZES[0], "?presenter=1")
+    readings = page.evaluate("() => window.__gpxTypeSizes")
+    assert readings, "no figure was ever seen"
+    first, last = readings[0]["sizes"], readings[-1]["sizes"]
+    for name in ("major_label_text_font_size", "label_text_font_size"):
+        assert any(p == name for p, _ in first), f"no {name} in the first reading"
+        small = [v for p, v in first + last if p == name and v < 16]
+        assert not small, f"{name} below 16 px in presenter mode: {small}"
+    errors.assert_none()
