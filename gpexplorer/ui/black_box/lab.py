@@ -6,7 +6,9 @@ URL). A changed data setting loads the data set again; every data or model chang
 of every shown posterior as a :class:`~gpexplorer.ui.jobs.BackgroundJob` (a running fit is
 cancelled first, one job per session). While it runs the page polls the job: the progress bar,
 the status line and the ELBO chart (from the worker's :class:`~.runs.LiveTrace`) grow; when it
-is done every view is redrawn from the results. Ticking another posterior fits only that one;
+is done every view is redrawn from the results. A fit stops once it has converged; one that
+ended on its budget or stalled gets a badge and Continue, which runs on from where it stopped
+(issue 23). Ticking another posterior fits only that one;
 unticking one hides it at once. The computations are :mod:`gpexplorer.ui.black_box.runs`' calls
 of :mod:`gpexplorer.variational`; this class holds the session's state.
 """

@@ -1,5 +1,7 @@
 """The black-box lab's background work: fit one SAVIGP model per chosen posterior (FG, MoG1,
-MoG2), then read off what the views show, and the estimator variance against S.
+MoG2), then read off what the views show, and the estimator variance against S; continue fits
+that did not converge from where they stopped (issue 23: each result carries the fit's verdict,
+:mod:`gpexplorer.variational.convergence`).
 
 Everything here runs on the job's worker thread and returns plain numpy arrays and dicts: no
 Bokeh, no Panel. The inference is :class:`gpexplorer.models.SparseVariationalGP`'s and
