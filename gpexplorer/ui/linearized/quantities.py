@@ -5,10 +5,12 @@ Names (``m`` is a method: egp, ugp, eks, uks):
 
 * ``forward.differentiable`` (whether g has a derivative everywhere: the Taylor methods need it);
 * ``m.shown`` (it has a result), ``m.refused`` (switched off: g not differentiable), ``m.failed``;
-* ``m.free_energy``, ``m.map_objective``, ``m.nlpd_f``, ``m.smse_f``, ``m.smse_y``, ``m.status``
-  (converged, diverged, max_iter), ``m.diverged`` (its "Diverged" badge is shown), ``m.variance``,
-  ``m.lengthscale``, ``m.noise_variance`` (the hyperparameters it is shown at), ``m.band_f_width``
-  (mean width of its 2 sd band of f over the grid);
+* ``m.free_energy``, ``m.map_objective`` (eq. 31 where the inner loop stopped; the Gauss-Newton chart
+  plots it rising), ``m.map_objective_start`` (its value at the prior mean, iteration 0),
+  ``m.iterations`` (Gauss-Newton iterations, as the metrics table counts them), ``m.nlpd_f``,
+  ``m.smse_f``, ``m.smse_y``, ``m.status`` (converged, diverged, max_iter), ``m.diverged`` (its
+  "Diverged" badge is shown), ``m.variance``, ``m.lengthscale``, ``m.noise_variance`` (the
+  hyperparameters it is shown at), ``m.band_f_width`` (mean width of its 2 sd band of f over the grid);
 * toy data only (a true f): ``m.coverage_f`` (the fraction of test points whose true f lies inside
   the method's 2 sd band of f, as the latent plot draws it), and where g is flat or steep at the
   true f (the grid inputs in the lowest / highest quarter of |dg/df| there, by central differences,
@@ -80,7 +82,8 @@ def _method_quantities(lab, out):
             continue
         out.update({f"{m}.free_energy": r.free_energy, f"{m}.map_objective": r.map_objective,
                     f"{m}.status": r.status, f"{m}.diverged": r.status == "diverged",
-                    f"{m}.band_f_width": float(np.mean(4.0 * np.sqrt(np.maximum(r.var_f, 0.0))))})
+                    f"{m}.band_f_width": float(np.mean(4.0 * np.sqrt(np.maximum(r.var_f, 0.0)))),
+                    f"{m}.iterations": len(r.trace) - 1, f"{m}.map_objective_start": float(r.trace[0].map_objective)})
         out.update({f"{m}.{k}": float(v) for k, v in (r.metrics or {}).items()})
         out.update({f"{m}.{k}": float(r.params[k]) for k in HYPERPARAMETERS})
         out.update(_truth_quantities(lab, m, r))
