@@ -26,9 +26,10 @@ from panel.custom import JSComponent
 
 from gpexplorer.ui.claims import evaluate, format_value
 from gpexplorer.ui.lab_base import next_tick
-from gpexplorer.ui.lesson_runner import show_view, step_values
+from gpexplorer.ui.lesson_runner import show_view, step_query, step_values
 from gpexplorer.ui.lessons import PRESENTATION_KEYS, LessonError, find_step, lab_module
 from gpexplorer.ui.markup import TextBlock
+from gpexplorer.ui.url_state import read_query
 from gpexplorer.ui.widgets import PromptButton
 
 __all__ = ["BringIntoView", "LessonCard", "lesson_card"]
@@ -221,7 +222,11 @@ def lesson_card(route, query, lab, keep=None):
     if isinstance(found, str):
         return TextBlock(found)
     lesson, k = found
-    show_view(lab, route, lesson.steps[k - 1].view)
+    step = lesson.steps[k - 1]
+    if step.state and not set(step.state) & set(query):
+        # a short link (?lesson=..&step=..) opens the step's own state, as the lesson's links do
+        lab.apply_url({**read_query(query), **step_query(lesson, k)})
+    show_view(lab, route, step.view)
     card = LessonCard(lesson, k, lab, keep)
     pn.state.onload(card.start)
     return card

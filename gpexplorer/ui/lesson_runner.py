@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from gpexplorer.ui.claims import evaluate, format_value
 from gpexplorer.ui.lessons import lab_module, load_lessons
 
-__all__ = ["StepRun", "open_step", "run_action", "step_values", "run_step", "run_lessons", "report"]
+__all__ = ["StepRun", "step_query", "open_step", "run_action", "step_values", "run_step", "run_lessons", "report"]
 
 ACTION_TIMEOUT_S = 900.0
 
@@ -46,7 +46,8 @@ class StepRun:
         return f"lesson {self.lesson.id} (step {self.k}, {self.lesson.steps[self.k - 1].title!r})"
 
 
-def _query(lesson, k) -> dict:
+def step_query(lesson, k) -> dict:
+    """The URL query of step ``k`` (key -> text), as its link carries it."""
     parsed = urllib.parse.parse_qs(urllib.parse.urlparse(lesson.url(k)).query, keep_blank_values=True)
     return {key: values[-1] for key, values in parsed.items()}
 
@@ -56,7 +57,7 @@ def open_step(lesson, k, timeout=ACTION_TIMEOUT_S):
     support = lab_module(lesson.lab, "quantities")
     lab = support.make_lab()
     lab.wait_for_jobs(timeout)
-    lab.apply_url(_query(lesson, k))
+    lab.apply_url(step_query(lesson, k))
     lab.wait_for_jobs(timeout)
     show_view(lab, lesson.lab, lesson.steps[k - 1].view)
     return lab

@@ -95,3 +95,18 @@ def test_a_lesson_walked_in_presenter_mode_keeps_its_promises(page, gpexplorer_s
             page.wait_for_url(f"**step={k + 1}**", timeout=LOAD_MS)
     errors.assert_none()
     assert foreign == [], f"requests to other hosts: {foreign}"
+
+
+@pytest.mark.browser
+def test_a_short_lesson_link_opens_the_steps_own_state(page, gpexplorer_server):
+    base, _ = gpexplorer_server
+    lesson = LESSONS["fitc-noise-clumping"]
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"{base}/sparse_regression?lesson={lesson.id}&step=1", timeout=LOAD_MS)
+    expect(page.locator("#lesson-card")).to_contain_text("step 1 of", timeout=LOAD_MS)
+    page.wait_for_function("n => { const s = window.Bokeh && Bokeh.documents[0] && "
+                           "Bokeh.documents[0].get_model_by_name('data'); return s != null && s.get_length() === n; }",
+                           arg=100, timeout=LOAD_MS)  # snelson100, the step's data set, not the default
+    expect(page.locator("#lesson-claims")).to_have_attribute("data-state", "all-hold", timeout=LOAD_MS)
+    page.wait_for_function("() => window.location.search.includes('dataset=snelson100') && "
+                           "window.location.search.includes('lesson=')", timeout=LOAD_MS)

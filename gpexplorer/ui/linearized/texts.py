@@ -48,8 +48,8 @@ EXPLAIN = {
         "<b>Hyperparameters</b> each method uses. After learning (maximisation of the free energy, "
         "section 3.2: EGP/UGP by the 'EGP/UGP search' chosen under Close-up and learning, EKS/UKS "
         "derivative-free) every method is shown at the values its search stopped at; move any kernel or "
-        "noise slider to return to the shared values. The free energy is approximate: on tanh2 COBYLA "
-        "stops at a lower F than Fisher scoring and predicts better."),
+        "noise slider to return to the shared values. The free energy is approximate: a higher F need "
+        "not predict better (lesson 6: on tanh2 EKS's F rises with learning while its test NLPD worsens)."),
     "profile": (
         "<b>Free-energy profile.</b> <i>Profile free energy</i> varies one hyperparameter (chosen under "
         "Close-up and learning) from a tenth to ten times each method's shown value, the others held, "
