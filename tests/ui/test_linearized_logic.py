@@ -462,3 +462,18 @@ def test_profile_of_an_uploaded_csv_has_no_nlpd(lab):
     for m in ("egp", "uks"):
         assert np.all(np.isfinite(profiles[m].free_energy)) and np.all(np.isnan(profiles[m].scores))
     assert lab.profile.figure.title.text.startswith("Free energy along the kernel variance")
+
+
+def test_a_taylor_methods_curve_stays_visible_under_its_unscented_twin():
+    """On sin EGP and UGP agree to 0.01 (lesson 5): the Taylor curve is a wide pale line drawn
+    first, the unscented one a thin line on top, so both are seen (issue 23)."""
+    from gpexplorer.ui.linearized.figures import LatentFigure
+
+    fig = LatentFigure().figure
+    lines = {r.data_source.name: r.glyph for r in fig.renderers
+             if type(r.glyph).__name__ == "Line" and r.data_source.name.startswith("latent-") and "truth" not in r.data_source.name}
+    assert lines["latent-egp"].line_width > 2 * lines["latent-ugp"].line_width
+    assert lines["latent-eks"].line_width > 2 * lines["latent-uks"].line_width
+    order = [r.data_source.name for r in fig.renderers if type(r.glyph).__name__ == "Line"]
+    assert order.index("latent-egp") < order.index("latent-ugp") and order.index("latent-eks") < order.index("latent-uks")
+    assert lines["latent-egp"].line_alpha < 1.0

@@ -15,8 +15,12 @@ from bokeh.models import ColumnDataSource, CustomJS, FixedTicker, HoverTool, Lin
 from gpexplorer.linearized.comparison import METHODS
 from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, vertical_marker
 
-COLORS = {"egp": "#d62728", "ugp": "#1f77b4", "eks": "#ff7f0e", "uks": "#2ca02c"}
+#: colour-blind-safe (Okabe-Ito): the Taylor methods warm, the unscented ones cool
+COLORS = {"egp": "#d55e00", "ugp": "#0072b2", "eks": "#e69f00", "uks": "#009e73"}
 DASH = {"gp": "solid", "ks": "dashed"}
+#: (width, alpha) of a mean curve: a Taylor method's is a wide pale line drawn under its unscented
+#: twin's, so where the two agree (sin: within 0.01) both stay visible, a thin line in a halo
+MEAN_LINE = {"taylor": (6, 0.45), "unscented": (2, 1.0)}
 BAND_ALPHA = 0.12
 #: at most this many points per curve are sent to the browser (the toy grid has 1000): half the
 #: websocket payload of a slider move, no visible difference at plot resolution
@@ -42,7 +46,8 @@ class _BandFigure:
         for m in METHODS:
             src = _source(f"{source_prefix}-{m}", dict(_EMPTY_BAND))
             r_band = fig.varea("x", "lower", "upper", source=src, fill_color=COLORS[m], fill_alpha=BAND_ALPHA)
-            r_mean = fig.line("x", "mean", source=src, color=COLORS[m], line_width=2,
+            width, alpha = MEAN_LINE[METHODS[m].linearization]
+            r_mean = fig.line("x", "mean", source=src, color=COLORS[m], line_width=width, line_alpha=alpha,
                               line_dash=DASH[METHODS[m].family])
             self.items[m] = legend_item(METHODS[m].label, [r_band, r_mean])
             legend.items.append(self.items[m])

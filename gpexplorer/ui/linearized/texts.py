@@ -23,7 +23,8 @@ EXPLAIN = {
     "latent": (
         "<b>Latent posterior.</b> Each method's mean and 2 sd band of f (eq. 38) over the true latent f "
         "(black, dashed); ticks at the bottom are the training inputs. Solid: full GP (EGP, UGP); dashed: "
-        "random features (EKS, UKS). <b>Tap</b> the plot to move the close-up's x0 (dotted line)."),
+        "random features (EKS, UKS); the Taylor methods (EGP, EKS) are wide pale lines under the unscented ones, so where "
+        "a pair agrees both stay visible. <b>Tap</b> the plot to move the close-up's x0 (dotted line)."),
     "observation": (
         "<b>Observation space.</b> Data and the true g(f) with each method's predicted y* and 2 sd "
         "(quadrature, eq. 39, or the unscented transform, eq. 40). A method can fit y well while its f "
