@@ -217,3 +217,19 @@ def test_two_labs_share_no_state_and_no_bokeh_model():
     sources = [m for fig in (a.latent, a.elbo) for m in fig.figure.references() if isinstance(m, ColumnDataSource)]
     assert sources and all(id(s) not in models_b for s in sources)
     assert len(a.latent.sources["mog1"].data["x"]) == data.GRID_POINTS  # b's change did not reach a
+
+
+def test_mog1_stays_visible_under_a_mog2_that_collapsed_onto_it_and_each_band_has_edges():
+    """MoG2 often puts one weight near zero and lies on MoG1 (issue 23: blue hidden under green):
+    MoG1's mean is a wide pale line drawn first; every band has its own edge lines."""
+    from gpexplorer.ui.black_box.figures import LatentFigure
+
+    fig = LatentFigure().figure
+    lines = [r for r in fig.renderers if type(r.glyph).__name__ == "Line" and r.glyph.y == "mean"]
+    by_name = {r.data_source.name: r.glyph for r in lines}
+    assert by_name["latent-mog1"].line_width >= 3 * by_name["latent-mog2"].line_width
+    assert [r.data_source.name for r in lines].index("latent-mog1") < [r.data_source.name for r in lines].index("latent-mog2")
+    for p in ("fg", "mog1", "mog2"):
+        edges = [r for r in fig.renderers if type(r.glyph).__name__ == "Line" and r.data_source.name == f"latent-{p}"
+                 and r.glyph.y in ("lower", "upper")]
+        assert len(edges) == 2

@@ -11,8 +11,10 @@ from bokeh_page import ConsoleErrors
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "assets" / "screenshots"
-APPS = {"sparse_regression": ROOT / "apps" / "sparse_regression.py", "linearized": ROOT / "apps" / "linearized.py"}
+APPS = {"sparse_regression": ROOT / "apps" / "sparse_regression.py", "linearized": ROOT / "apps" / "linearized.py",
+        "black_box": ROOT / "apps" / "black_box.py"}
 SIZES = [(1024, 768), (1280, 720)]
+MAIN_SOURCE = {"sparse_regression": "mean-vfe", "linearized": "latent-ugp", "black_box": "latent-fg"}
 LOAD_MS = 90_000
 
 # widest canvas whose top is on the first screen: the lab's main plot
@@ -41,6 +43,9 @@ def _open(page, panel_server, lab, size, query=""):
     errors = ConsoleErrors(page, ignore=("favicon",))
     page.goto(panel_server(APPS[lab]) + query, timeout=LOAD_MS)
     page.locator("canvas").first.wait_for(state="visible", timeout=LOAD_MS)
+    page.wait_for_function("name => { const d = window.Bokeh && Bokeh.documents[0];"
+                           " const s = d && d.get_model_by_name(name); return s != null && s.get_length() > 0; }",
+                           arg=MAIN_SOURCE[lab], timeout=LOAD_MS)  # the black-box lab fits first
     page.wait_for_timeout(1500)  # the rest of the page follows the main plot
     return errors
 

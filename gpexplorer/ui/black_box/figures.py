@@ -16,8 +16,12 @@ from bokeh.models import ColumnDataSource
 from gpexplorer.ui.black_box.settings import LABELS, POSTERIORS
 from gpexplorer.ui.plotting import assign, lab_figure, legend_item, outside_legend, range_placeholder
 
-COLORS = {"fg": "#d62728", "mog1": "#1f77b4", "mog2": "#2ca02c"}
-BAND_ALPHA = 0.15
+#: colour-blind-safe (Okabe-Ito)
+COLORS = {"fg": "#d55e00", "mog1": "#0072b2", "mog2": "#009e73"}
+BAND_ALPHA = 0.1
+#: (width, alpha) of a mean curve: MoG1's is a wide pale line under MoG2's, which often collapses
+#: onto it (one weight near zero), so both stay visible where they agree
+MEAN_LINE = {"fg": (2, 1.0), "mog1": (6, 0.45), "mog2": (2, 1.0)}
 EMPTY_BAND = {"x": [], "mean": [], "lower": [], "upper": []}
 #: (posterior, component) pairs the components view has a source for
 COMPONENTS = (("fg", 0), ("mog1", 0), ("mog2", 0), ("mog2", 1))
@@ -55,12 +59,16 @@ class BandFigure:
         for p in POSTERIORS.values():
             src = source(f"{prefix}-{p}", EMPTY_BAND)
             band = fig.varea("x", "lower", "upper", source=src, fill_color=COLORS[p], fill_alpha=BAND_ALPHA)
-            line = fig.line("x", "mean", source=src, color=COLORS[p], line_width=2)
+            width, alpha = MEAN_LINE[p]
+            line = fig.line("x", "mean", source=src, color=COLORS[p], line_width=width, line_alpha=alpha)
+            # the band's edges: bands told apart where their fills overlap (a projector mixes them)
+            edges = [fig.line("x", edge, source=src, color=COLORS[p], line_width=1, line_alpha=0.8)
+                     for edge in ("lower", "upper")]
             bars = fig.segment("x", "lower", "x", "upper", source=src, color=COLORS[p], alpha=0.35)
             dots = fig.scatter("x", "mean", source=src, color=COLORS[p], size=4)
-            self.curves[p], self.dots[p] = (band, line), (bars, dots)
+            self.curves[p], self.dots[p] = (band, line, *edges), (bars, dots)
             # one legend entry per drawing style: an entry with a hidden renderer is drawn faded
-            self.items[p] = (legend_item(LABELS[p], [band, line]), legend_item(LABELS[p], [bars, dots]))
+            self.items[p] = (legend_item(LABELS[p], [band, line, *edges]), legend_item(LABELS[p], [bars, dots]))
             legend.items.extend(self.items[p])
             self.sources[p] = src
         self.figure, self.legend = fig, legend

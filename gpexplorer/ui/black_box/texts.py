@@ -116,10 +116,9 @@ def convergence_badge_html(result):
                 "metrics are those of an unfinished fit; <i>Continue</i> runs more rounds from where it stopped.")
     else:
         samples = getattr(result.model, "num_samples", None)
-        text = (f"<b>{LABELS[p]} did not converge</b>: the fit stalled. The score-function estimate of the gradient "
-                f"(S = {samples}) no longer finds the way uphill (last change {rate} per iteration), yet one round "
-                f"with exact (quadrature) gradients would raise the ELBO by {format_number(c.get('exact_round_gain'))} "
-                "from here. Raise S, or <i>Continue</i> with fresh samples.")
+        text = (f"<b>{LABELS[p]} did not converge</b>: it stalled (score-function gradients, S = {samples}: last "
+                f"change {rate} per iteration), yet one round with exact (quadrature) gradients would still raise the "
+                f"ELBO by {format_number(c.get('exact_round_gain'))}. Raise S, or <i>Continue</i> with fresh samples.")
     return (f'<div class="gpx-badge" data-kind="not-converged" data-reason="{c["reason"]}" data-posterior="{p}">'
             f"{text}</div>")
 
