@@ -183,7 +183,9 @@ def test_screenshot(open_lab, tmp_path):
         colours = rgb_image.getcolors(maxcolors=rgb_image.width * rgb_image.height)
         assert image.height >= 2700, f"page only {image.height} px tall"
     assert colours is not None and len(colours) > 200, "screenshot nearly uniform: a blank page?"
-    for rgb in ((214, 39, 40), (31, 119, 180), (44, 160, 44)):  # each posterior's colour is drawn
+    from gpexplorer.ui.black_box.figures import COLORS
+
+    for rgb in (tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in COLORS.values()):  # each posterior's colour
         assert any(sum(abs(a - b) for a, b in zip(c, rgb)) < 40 for _, c in colours), f"colour {rgb} missing"
 
 
