@@ -233,3 +233,22 @@ def test_mog1_stays_visible_under_a_mog2_that_collapsed_onto_it_and_each_band_ha
         edges = [r for r in fig.renderers if type(r.glyph).__name__ == "Line" and r.data_source.name == f"latent-{p}"
                  and r.glyph.y in ("lower", "upper")]
         assert len(edges) == 2
+
+
+def test_a_typed_likelihood_on_counts_is_drawn_as_counts_per_bin_and_an_unnormalised_one_gets_a_badge():
+    """Issue 23: with a typed likelihood on coal the observation chart said "intensity per year"
+    while it drew the predictive of counts per bin; an unnormalised likelihood was noted only in the
+    status line, which presenter mode folds away."""
+    lab = make_lab(**FAST, posteriors=["fg"], estimator="quadrature", likelihood="expression",
+                   log_likelihood="y*f - exp(f) - gammaln(y + 1)")
+    title = lab.observation.figure.title.text
+    assert "count per bin" in title and "Intensity" not in title
+    assert lab.observation.figure.yaxis.axis_label == "count per bin"
+    assert list(lab.observation.data.data["y"]) == list(lab.problem.Y[:, 0])  # counts, not divided by the bin width
+    assert 'data-kind="unnormalised"' not in lab.badge_pane.object
+    lab.settings.log_likelihood = "y*f - exp(f)"
+    finish(lab)
+    assert 'data-kind="unnormalised"' in lab.badge_pane.object and "Not a probability" in lab.badge_pane.object
+    lab.settings.likelihood = "auto"
+    finish(lab)
+    assert "Intensity" in lab.observation.figure.title.text and 'data-kind="unnormalised"' not in lab.badge_pane.object

@@ -129,7 +129,13 @@ class ObservationFigure(BandFigure):
         one_d = problem.one_d
         order = np.arange(len(problem.grid)) if one_d else order_of(problem, results, shown)
         self.figure.xaxis.axis_label = problem.x_label
-        if problem.kind == "count":
+        kinds = {r.obs.get("kind") for p, r in results.items() if p in shown and r.error is None and r.obs}
+        if problem.kind == "count" and kinds - {"intensity"}:
+            # a likelihood other than the built-in Poisson (a typed one): its predictive of the
+            # counts themselves, per bin, not an intensity per year
+            data = {"x": problem.X[:, 0], "y": problem.Y[:, 0]}
+            label, title = "count per bin", "Predictive count per bin y*, 90 % band (mean +- 1.645 sd); dots: counts"
+        elif problem.kind == "count":
             width = problem.extra.get("bin_years", 1.0)
             data = {"x": problem.X[:, 0], "y": problem.Y[:, 0] / width}
             label, title = "events per year", "Intensity per year, 90 % band; dots: counts / bin width"

@@ -43,7 +43,7 @@ class BlackBoxLab(LabBase):
     def __init__(self, **params):
         super().__init__(cfg.BlackBoxSettings(), **params)
         self.problem, self.results, self.curve = None, {}, None
-        self.error, self.fit_error = None, None
+        self.error, self.fit_error, self.fit_note = None, None, None
         self._context, self._job_context, self._pending_fit = None, None, False
         self._live, self._live_drawn, self._data_version = None, 0.0, 0
         self._build_components()
@@ -214,6 +214,7 @@ class BlackBoxLab(LabBase):
                 message += f"; {', '.join(failed)} failed (see the metrics table)"
             if job.result.get("note"):
                 message += f"; note: {job.result['note']}"
+            self.fit_note = job.result.get("note", self.fit_note if partial else None)  # also a badge: the status line folds away in presenter mode
             self.status.object = texts.status_html("done", message)
         elif state == "done":
             self.status.object = texts.status_html("discarded", "fit discarded: the settings changed while fitting")
@@ -259,7 +260,9 @@ class BlackBoxLab(LabBase):
 
     def _update_badges(self):
         current = self.results if self._context == self._fit_context() else {}
-        self.badge_pane.object = texts.badges_html([self.error, self.fit_error, self.url_warning], current, self.shown)
+        notes = [self.fit_note] if current else []
+        self.badge_pane.object = texts.badges_html([self.error, self.fit_error, self.url_warning], current, self.shown,
+                                                   notes)
         todo = self.unfinished()
         self.continue_button.visible = bool(todo)
         if todo:

@@ -31,8 +31,8 @@ fit as the page does. Names (``p`` is a posterior: fg, mog1, mog2):
   (the variance of d/dmean, the chart's solid lines), ``variance.cv_gain@<S>`` (score over
   score+cv), ``variance.S`` (the page's S); the same of d/dvariance (the dashed lines) as
   ``variance_dvar.<curve>@<S>`` and ``variance_dvar.cv_gain@<S>``;
-* ``note.unnormalised``: the status line (sidebar) shows the typed likelihood's note that
-  exp(log p) does not sum to one over y (the text ``not to 1``).
+* ``note.unnormalised``: the "Not a probability" badge is shown (the typed likelihood's
+  exp(log p) does not sum to one over y; the status line says it too).
 """
 
 from __future__ import annotations
@@ -156,5 +156,5 @@ def quantities(lab) -> dict:
             _posterior_quantities(p, r, out, one_d)
     _badge_quantities(lab, out)
     _variance_quantities(lab, out)
-    out["note.unnormalised"] = "not to 1" in (lab.status.object or "")
+    out["note.unnormalised"] = 'data-kind="unnormalised"' in (lab.badge_pane.object or "")
     return out

@@ -262,14 +262,16 @@ def describe(out, model, problem):
         # 90 % band is exp of q(f*)'s 5 and 95 % quantiles; its mean E[exp f] per component, mixed
         scale = lik.binsize * np.exp(lik.offset) / problem.extra.get("bin_years", 1.0)
         expected = np.einsum("k,kn->n", pi, np.exp(means[:, :, 0] + 0.5 * variances[:, :, 0]))
-        out.obs = {"mean": scale * expected, "lower": scale * np.exp(q[:, 2]), "upper": scale * np.exp(q[:, 3])}
+        out.obs = {"mean": scale * expected, "lower": scale * np.exp(q[:, 2]), "upper": scale * np.exp(q[:, 3]),
+                   "kind": "intensity"}
     elif problem.kind == "binary" and getattr(lik, "name", "").startswith("bernoulli"):
         p = model.predict_class_probabilities(Xs)[:, 1]
-        out.obs = {"mean": p, "lower": p, "upper": p}
+        out.obs = {"mean": p, "lower": p, "upper": p, "kind": "probability"}
     else:
         ym, yv = model.predict_y(Xs)
         ysd = np.sqrt(np.maximum(yv[:, 0], 0.0))
-        out.obs = {"mean": ym[:, 0], "lower": ym[:, 0] - Z_90 * ysd, "upper": ym[:, 0] + Z_90 * ysd}
+        out.obs = {"mean": ym[:, 0], "lower": ym[:, 0] - Z_90 * ysd, "upper": ym[:, 0] + Z_90 * ysd,
+                   "kind": "predictive"}
     post = model.posterior
     z = np.asarray(model.features[0].Z, float)
     z = z[:, 0] if problem.one_d else np.arange(len(z), dtype=float)

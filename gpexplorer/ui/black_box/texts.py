@@ -46,7 +46,8 @@ EXPLAIN = {
     "variance": (
         "<b>Estimator variance</b> of the gradient of the expected log likelihood against S, measured over "
         "8 seeds at the first posterior's fitted marginals. Log-log: every line falls as 1/S; the control "
-        "variate moves the score function's line down (fewer samples for the same precision); "
+        "variate usually moves the score function's line down (fewer samples for the same precision), but its "
+        "coefficient is fitted on a tenth of the samples, so at small S it can raise a line instead; "
         "reparameterisation, when the likelihood has a derivative, is lower still. Dotted: the page's S."),
     "components": (
         "<b>q(u)</b> at the inducing inputs: each component's mean with 2 sd bars (FG: the diagonal of its "
@@ -123,10 +124,12 @@ def convergence_badge_html(result):
             f"{text}</div>")
 
 
-def badges_html(problems, results=None, shown=()):
+def badges_html(problems, results=None, shown=(), notes=()):
     """Warnings and errors above the views (``#badges``; empty when all is well), then a badge per
     shown posterior whose fit in ``results`` did not converge (:func:`convergence_badge_html`)."""
     items = "".join(f'<div class="gpx-badge failure" data-kind="error">{html.escape(p)}</div>' for p in problems if p)
+    items += "".join(f'<div class="gpx-badge" data-kind="unnormalised"><b>Not a probability</b>: {html.escape(n)}</div>'
+                     for n in notes if n)
     results = results or {}
     items += "".join(convergence_badge_html(results[p]) for p in POSTERIORS.values() if p in shown and p in results)
     return f'{STYLE}<div id="badges">{items}</div>'
