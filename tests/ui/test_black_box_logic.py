@@ -252,3 +252,12 @@ def test_a_typed_likelihood_on_counts_is_drawn_as_counts_per_bin_and_an_unnormal
     lab.settings.likelihood = "auto"
     finish(lab)
     assert "Intensity" in lab.observation.figure.title.text and 'data-kind="unnormalised"' not in lab.badge_pane.object
+
+
+def test_the_metrics_table_shows_each_fits_learnt_kernel(lab):
+    """Lesson 7 explains MoG1's band by the shorter lengthscale it learns: the table shows it."""
+    table = lab.metrics_readout.object
+    assert "<th>lengthscale</th>" in table and "<th>kernel var.</th>" in table
+    for p in ("fg", "mog1", "mog2"):
+        learnt = lab.results[p].model.kernels[0].params["lengthscale"]
+        assert lab.results[p].metrics["lengthscale"] == pytest.approx(float(np.ravel(learnt)[0]))

@@ -283,12 +283,17 @@ def describe(out, model, problem):
 
 
 def metrics(model, problem, res, seconds):
-    """ELBO, NLPD, error rate (classification) or SSE (else), fit time."""
+    """ELBO, NLPD, error rate (classification) or SSE (else), the learnt kernel, fit time."""
     verdict = dict(res.details.get("convergence", {}))
     out = {"elbo": -float(res.objective), "seconds": float(seconds), "iterations": len(res.trace) - 1,
            "stopped": bool(res.details.get("stopped")), "convergence": verdict,
            "converged": bool(verdict.get("converged")),
            "last_change_per_iteration": float(verdict.get("last_change_per_iteration", np.nan))}
+    params = model.kernels[0].params
+    if "lengthscale" in params:  # the learnt kernel: a diagonal q(u) may bend it (lesson 7)
+        out["lengthscale"] = float(np.exp(np.mean(np.log(np.ravel(params["lengthscale"])))))
+    if "variance" in params:
+        out["kernel_variance"] = float(np.ravel(params["variance"])[0])
     out["nlpd"] = model.nlpd(problem.X_test, problem.Y_test)
     if problem.kind == "binary" and getattr(model.likelihood, "name", "").startswith("bernoulli"):
         out["error_rate"] = model.error_rate(problem.X_test, problem.Y_test)

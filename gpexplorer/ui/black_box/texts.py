@@ -67,26 +67,28 @@ def _num(v, fmt="{:.4g}"):
 
 
 def metrics_html(results, shown, test_label, stale=False):
-    """Per shown posterior: ELBO, NLPD, error rate or SSE, iterations and fit time."""
+    """Per shown posterior: ELBO, NLPD, error rate or SSE, the learnt kernel (lengthscale, for
+    several inputs their geometric mean, and variance), iterations, how the fit ended, fit time."""
     head = (f"<tr><th></th><th>ELBO</th><th>NLPD ({html.escape(test_label)})</th><th>error rate / SSE</th>"
-            "<th>iterations</th><th>ended</th><th>fit time (s)</th></tr>")
+            "<th>lengthscale</th><th>kernel var.</th><th>iterations</th><th>ended</th><th>fit time (s)</th></tr>")
     rows = []
     for p in POSTERIORS.values():
         if p not in shown:
             continue
         r = results.get(p)
         if r is None:
-            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=6 style="text-align:left">'
+            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=8 style="text-align:left">'
                         "not fitted yet</td></tr>")
             continue
         if r.error is not None:
-            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=6 style="text-align:left">'
+            rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td colspan=8 style="text-align:left">'
                         f"failed: {html.escape(r.error)}</td></tr>")
             continue
         m = r.metrics
         err = (f"{_num(m['error_rate'], '{:.1%}')} error" if "error_rate" in m else f"{_num(m.get('sse'))} SSE")
         rows.append(f'<tr data-posterior="{p}"><th>{LABELS[p]}</th><td>{_num(m.get("elbo"), "{:.2f}")}</td>'
-                    f"<td>{_num(m.get('nlpd'))}</td><td>{err}</td><td>{m.get('iterations', 'n/a')}</td>"
+                    f"<td>{_num(m.get('nlpd'))}</td><td>{err}</td><td>{format_number(m.get('lengthscale'))}</td>"
+                    f"<td>{format_number(m.get('kernel_variance'))}</td><td>{m.get('iterations', 'n/a')}</td>"
                     f"<td>{html.escape(str(r.convergence.get('reason', 'n/a')))}</td>"
                     f"<td>{_num(m.get('seconds'), '{:.2f}')}</td></tr>")
     stale_note = ('<div style="color:#8a6d00">The settings changed since this fit: press <i>Fit</i>.</div>'
