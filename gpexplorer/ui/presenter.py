@@ -65,7 +65,7 @@ def active() -> bool:
 def toggle_button():
     """"Presenter mode" on/off: reloads this page with the flag flipped (state kept)."""
     on = active()
-    button = pn.widgets.Button(name="Normal mode" if on else "Presenter mode", button_type="light",
+    button = pn.widgets.Button(label="Normal mode" if on else "Presenter mode", color="light",
                                css_classes=["gpx-presenter-toggle"], width=150)
 
     # In the browser: the address bar holds the state in use (``ui/address_bar.py``), which the
