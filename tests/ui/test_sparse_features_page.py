@@ -100,4 +100,4 @@ def test_the_position_sweep_draws_its_curves(open_lab):
     for name in ("position-coarse-curve", "position-zoom-curve"):
         page.wait_for_function("(n) => { const s = Bokeh.documents[0].get_model_by_name(n); return s != null && s.get_length() > 50; }", arg=name)
     title = page.evaluate("() => Bokeh.documents[0].get_model_by_name('position-coarse').title.text")
-    assert title.startswith("Bound against feature position: highest")
+    assert title.startswith("Bound vs position: highest")

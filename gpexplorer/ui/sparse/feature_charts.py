@@ -96,9 +96,10 @@ class PositionChart:
             marker.location = float(position)
         x, b = coarse.best
         zx, zb = zoom.best
-        self.figures[0].title.text = title or (f"Bound against feature position: highest {b:.2f} at {x:.3f} "
+        # short: two charts side by side in 1024 px of presenter type
+        self.figures[0].title.text = title or (f"Bound vs position: highest {b:.2f} at {x:.3f} "
                                                f"(jitter {coarse.jitter:.0e})")
-        self.figures[1].title.text = f"Zoom around the selected feature: highest {zb:.2f} at {zx:.4f}"
+        self.figures[1].title.text = f"Zoom on the feature: highest {zb:.2f} at {zx:.4f}"
 
     def clear(self, message):
         for source, placeholder in zip(self.sources, self.placeholders):
