@@ -118,6 +118,7 @@ class LessonCard(pn.viewable.Viewer):
         self.keep = {key: value for key, value in (keep or {}).items() if key in PRESENTATION_KEYS}
         self.support = lab_module(lesson.lab, "quantities")
         self.before, self.outcomes, self._action_pending = None, [], bool(self.step.action)
+        self._started = False  # the page has loaded: a pending action may run
         self.text = TextBlock(self._text_html())
         self.claims = TextBlock(self._claims_html())
         self.progress = pn.indicators.Progress(value=0, max=100, visible=False, width=160, height=18)
@@ -175,7 +176,11 @@ class LessonCard(pn.viewable.Viewer):
             self.button.disabled = self.lab.jobs.running
 
     def refresh(self):
-        """Evaluate the claims against what the lab shows now (after its job, if one runs)."""
+        """Evaluate the claims against what the lab shows now (after its job, if one runs); a step
+        action that had to wait for a job the page started by itself runs once that job is done."""
+        if self._action_pending and self._started and not self.lab.jobs.running:
+            self.run_action()
+            return
         if not self.lab.jobs.running and not self._action_pending:
             values = step_values(self.lab, self.lesson.lab, self.before)
             self.outcomes = [evaluate(check, values) for check in self.step.checks]
@@ -193,7 +198,9 @@ class LessonCard(pn.viewable.Viewer):
         self.refresh()
 
     def start(self):
-        """Once the page has loaded: run the step's action, or check the claims at once."""
+        """Once the page has loaded: run the step's action (after any job the lab runs by itself),
+        or check the claims at once."""
+        self._started = True
         if self.step.action:
             next_tick(self.run_action)
         else:
