@@ -190,6 +190,8 @@ def _lessons(args):
     from gpexplorer.ui.lessons import LESSONS_DIR, load_lessons
 
     lessons = load_lessons(args.folder or LESSONS_DIR)
+    if not lessons:
+        raise ValueError(f"no lesson files (*.json) in {args.folder}")
     unknown = set(args.lesson or ()) - set(lessons)
     if unknown:
         raise ValueError(f"no lesson {', '.join(sorted(unknown))}; the lessons are {', '.join(lessons)}")

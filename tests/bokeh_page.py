@@ -68,17 +68,20 @@ _JS_CDS_LENGTH = """(name) => {
 }"""
 
 # Find the (first displayed) PlotView of the figure named `name` by walking the view tree from
-# Bokeh.index.roots (Panel layouts nest the figure several levels deep), then map data -> screen
-# via the frame's default scales (canvas-relative px) plus the canvas element's client rect.
-_JS_DATA_TO_PAGE = """([name, x, y, scroll]) => {
-  const fig = Bokeh.documents[0].get_model_by_name(name);
+# Bokeh.index.roots (Panel layouts nest the figure several levels deep): `fig` and `view`, or an
+# error returned from the enclosing function.
+_JS_FIND_FIGURE_VIEW = """  const fig = Bokeh.documents[0].get_model_by_name(name);
   if (fig == null) return {error: `no model named ${name}`};
   const views = [];
   const walk = (v) => { if (v.model === fig) views.push(v); for (const c of (v.child_views ?? [])) walk(c); };
   for (const root of Bokeh.index.roots) walk(root);
   const view = views.find((v) => v.canvas_view.el.getBoundingClientRect().width > 0);
   if (view == null) return {error: `figure ${name} has no displayed view (${views.length} hidden)`};
-  const el = view.canvas_view.el;
+"""
+
+# data -> screen via the frame's default scales (canvas-relative px) plus the canvas's client rect
+_JS_DATA_TO_PAGE = """([name, x, y, scroll]) => {
+""" + _JS_FIND_FIGURE_VIEW + """  const el = view.canvas_view.el;
   if (scroll) el.scrollIntoView({block: 'nearest', inline: 'nearest'});
   const rect = el.getBoundingClientRect();
   const sx = view.frame.x_scale.compute(x), sy = view.frame.y_scale.compute(y);
@@ -249,14 +252,7 @@ def data_to_page(page, figure_name: str, x: float, y: float, scroll: bool = True
 
 
 _JS_FRAME = """(name) => {
-  const fig = Bokeh.documents[0].get_model_by_name(name);
-  if (fig == null) return {error: `no model named ${name}`};
-  const views = [];
-  const walk = (v) => { if (v.model === fig) views.push(v); for (const c of (v.child_views ?? [])) walk(c); };
-  for (const root of Bokeh.index.roots) walk(root);
-  const view = views.find((v) => v.canvas_view.el.getBoundingClientRect().width > 0);
-  if (view == null) return {error: `figure ${name} has no displayed view (${views.length} hidden)`};
-  const rect = view.canvas_view.el.getBoundingClientRect();
+""" + _JS_FIND_FIGURE_VIEW + """  const rect = view.canvas_view.el.getBoundingClientRect();
   const bbox = view.frame.bbox;
   return {left: rect.left + bbox.left, right: rect.left + bbox.right, top: rect.top + bbox.top,
           bottom: rect.top + bbox.bottom, x_start: fig.x_range.start, x_end: fig.x_range.end,

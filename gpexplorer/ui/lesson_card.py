@@ -34,8 +34,7 @@ from gpexplorer.ui.widgets import PromptButton
 
 __all__ = ["BringIntoView", "LessonCard", "lesson_card"]
 
-CARD_STYLE = ("background:#e7f1ff;border:1px solid #9ab;border-radius:8px;padding:6px 12px;margin:0")
-ERROR_STYLE = CARD_STYLE.replace("#e7f1ff", "#f8d7da")
+ERROR_STYLE = "background:#f8d7da;border:1px solid #9ab;border-radius:8px;padding:6px 12px;margin:0"
 
 
 class BringIntoView(JSComponent):

@@ -17,7 +17,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 
-from gpexplorer.ui.claims import evaluate, format_value
+from gpexplorer.ui.claims import evaluate
 from gpexplorer.ui.lessons import lab_module, load_lessons
 
 __all__ = ["StepRun", "step_query", "open_step", "run_action", "step_values", "run_step", "run_lessons", "report"]
@@ -127,7 +127,3 @@ def report(run: StepRun) -> str:
         lines.append("  FAIL the step has no checks")
     return "\n".join(lines)
 
-
-def value_line(values, name) -> str:
-    """``name = value`` for a report (the value formatted by magnitude)."""
-    return f"{name} = {format_value(values.get(name))}"

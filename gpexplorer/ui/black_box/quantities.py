@@ -70,11 +70,7 @@ def _kernel_quantities(p, model, out, one_d):
     kernels = getattr(model, "kernels", None)
     if not kernels:
         return
-    kernel, params = kernels[0], kernels[0].params
-    if "lengthscale" in params:
-        out[f"{p}.lengthscale"] = float(np.exp(np.mean(np.log(np.ravel(params["lengthscale"])))))
-    if "variance" in params:
-        out[f"{p}.kernel_variance"] = float(np.ravel(params["variance"])[0])
+    kernel = kernels[0]  # its lengthscale and variance come with the fit's metrics (runs.metrics)
     Z = getattr(model.features[0], "Z", None)
     if one_d and Z is not None and len(Z) > 1:
         Z = np.sort(np.asarray(Z, float)[:, 0])[:, None]
