@@ -25,6 +25,9 @@ Errors: sessions that failed to open, moves with no update within ``--timeout`` 
     python tests/benchmarks/classroom_load.py                      # 30 sessions, 3 rounds, 120 s after
     python tests/benchmarks/classroom_load.py --num-procs 2 --json out.json
     python tests/benchmarks/classroom_load.py --sessions 2 --rounds 1 --after-seconds 0   # smoke run
+    python tests/benchmarks/classroom_load.py --concurrency 4    # sessions opening 4 at a time
+    python tests/benchmarks/classroom_load.py --page floor_page  # a bare Panel page (one figure, one
+                                                                 # slider): what Panel and Bokeh cost alone
 
 Targets (issue 14), 2 cores: p95 < 3 s, zero errors, memory after closing within 10 % of before.
 Exit status 0 whether or not they are met, 1 if the measurement could not be made. The load
@@ -48,7 +51,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from load_clients import ClientSession, MemorySampler, Server  # noqa: E402
 
 #: page -> (slider title, name of the plot source whose change is "the new plot data")
-PAGES = {"sparse_regression": ("Lengthscale", "mean-vfe"), "linearized": ("Lengthscale", "*")}
+PAGES = {"sparse_regression": ("Lengthscale", "mean-vfe"), "linearized": ("Lengthscale", "*"),
+         "floor_page": ("Lengthscale", "floor-line")}
+FLOOR_APP = pathlib.Path(__file__).resolve().parent / "floor_page.py"
 TARGET_P95_S = 3.0
 TARGET_MEMORY_GROWTH = 0.10
 
@@ -73,7 +78,7 @@ def percentiles(values):
 
 async def open_sessions(url, n, slider, source, concurrency, quiet):
     """Open ``n`` sessions, ``concurrency`` at a time; (sessions, open times, errors)."""
-    gate, sessions, times, errors = asyncio.Semaphore(concurrency), [], [], []
+    gate, sessions, times, errors = asyncio.Semaphore(concurrency or n), [], [], []
 
     async def one():
         async with gate:
@@ -143,7 +148,7 @@ def run(args):
                "slider": slider, "source": source, "sessions": args.sessions, "num_procs": args.num_procs,
                "rounds": [], "latencies_s": [], "errors": [], "cycles": [], "load_average_start": load_average(),
                "cpu_count": os.cpu_count()}
-    server = Server(log_dir, args.num_procs)
+    server = Server(log_dir, args.num_procs, app=FLOOR_APP if args.page == "floor_page" else None)
     log(f"starting {' '.join(server.command[1:])} (load average {results['load_average_start']})")
     server.start()
     url = f"http://127.0.0.1:{server.port}/{args.page}"
@@ -234,7 +239,8 @@ def parse_args(argv=None):
     p.add_argument("--after-seconds", type=float, default=120.0, help="wait before the last memory reading")
     p.add_argument("--slider", default=None, help="title of the slider to move (default: per page)")
     p.add_argument("--source", default=None, help="name of the plot source to wait for ('*': any)")
-    p.add_argument("--concurrency", type=int, default=4, help="sessions opening at once")
+    p.add_argument("--concurrency", type=int, default=0,
+                   help="sessions opening at once (0, the default: all of them, a class opening the link together)")
     p.add_argument("--quiet", type=float, default=1.0, help="seconds without messages = page settled")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each update")
     p.add_argument("--log-dir", default=None)

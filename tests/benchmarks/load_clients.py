@@ -37,10 +37,13 @@ _ids = itertools.count(1)
 class Server:
     """``gpexplorer serve`` in its own process group, logging to a file; memory of its process tree."""
 
-    def __init__(self, log_dir, num_procs=1):
+    def __init__(self, log_dir, num_procs=1, app=None):
+        """``gpexplorer serve``, or ``panel serve app`` alone when ``app`` (a file) is given."""
         self.port = free_port()
         self.log_path = pathlib.Path(log_dir) / f"classroom-serve-{self.port}.log"
-        self.command = [sys.executable, "-m", "gpexplorer.cli", "serve", "--port", str(self.port)]
+        self.command = ([sys.executable, "-m", "gpexplorer.cli", "serve", "--port", str(self.port)] if app is None else
+                        [sys.executable, "-m", "panel", "serve", str(app), "--port", str(self.port),
+                         "--allow-websocket-origin", f"127.0.0.1:{self.port}"])
         if num_procs != 1:
             self.command += ["--num-procs", str(num_procs)]
         self.process = None
@@ -141,9 +144,16 @@ class ClientSession:
     async def open(self, quiet=1.0, timeout=120.0):
         """Load the page and wait until the slider and the plot source exist and the page is quiet."""
         t0 = time.perf_counter()
-        html = (await AsyncHTTPClient().fetch(self.url, request_timeout=timeout)).body.decode()
+        # tornado's client queues all but 10 requests (max_clients) and fails those that wait longer
+        # than connect_timeout (20 s: "Timeout in request queue"): a class of browsers does not queue
+        client = AsyncHTTPClient(max_clients=1000, force_instance=True)
+        try:
+            html = (await client.fetch(self.url, request_timeout=timeout, connect_timeout=timeout)).body.decode()
+        finally:
+            client.close()
         token = re.search(r'"token":"([^"]+)"', html).group(1)
-        self.socket = await websocket_connect(HTTPRequest(self.url.replace("http", "ws", 1) + "/ws"),
+        self.socket = await websocket_connect(HTTPRequest(self.url.replace("http", "ws", 1) + "/ws", connect_timeout=timeout,
+                                                          request_timeout=timeout),
                                               subprotocols=["bokeh", token], max_message_size=20_000_000)
         ack = await self._read()
         if ack.msgtype != "ACK":
