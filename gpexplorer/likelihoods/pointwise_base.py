@@ -26,9 +26,12 @@ import numpy as np
 
 from gpexplorer.parameters import POSITIVE_RANGE, Parameter, bounded_specs
 
-__all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "describe_values", "LOG_2PI"]
+__all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "describe_values", "LOG_2PI", "MAX_PARAMETER"]
 
 LOG_2PI = math.log(2.0 * math.pi)
+#: a likelihood parameter is refused beyond this size (and a positive one below its inverse):
+#: squared residuals over a variance, and their derivatives, must stay finite in float64
+MAX_PARAMETER = 1e50
 
 
 class ExpectedLogDensity(NamedTuple):
@@ -123,6 +126,11 @@ class PointwiseLikelihood:
             raise ValueError(f"parameter {name!r} of likelihood {self.name!r} must be finite; got {value!r}")
         if transform == "log" and np.any(arr <= 0):
             raise ValueError(f"parameter {name!r} of likelihood {self.name!r} must be positive; got {value!r}")
+        small = 1.0 / MAX_PARAMETER if transform == "log" else 0.0
+        if np.any(np.abs(arr) > MAX_PARAMETER) or np.any(np.abs(arr) < small):
+            raise ValueError(f"parameter {name!r} of likelihood {self.name!r} must lie within "
+                             f"[{small:g}, {MAX_PARAMETER:g}] in size (its squares and their derivatives must "
+                             f"stay finite); got {value!r}")
         return float(arr) if size == 0 else np.broadcast_to(arr, (size,)).copy()
 
     def copy(self):
@@ -232,6 +240,11 @@ class PointwiseLikelihood:
     def conditional_variance(self, F):
         """Var[y | f]: F (..., N, Q) -> (..., N)."""
         return self._variance(self._latent(F))
+
+    def conditional_moments(self, F):
+        """(E[y | f], Var[y | f]) at once: F (..., N, Q) -> two (..., N) arrays (a likelihood whose
+        two moments share their work overrides it)."""
+        return self.conditional_mean(F), self.conditional_variance(F)
 
     def _dlog_dparams(self, F, y):
         raise NotImplementedError

@@ -14,7 +14,13 @@ from scipy import special
 
 from gpexplorer.likelihoods.pointwise_base import LOG_2PI, ExpectedLogDensity, PointwiseLikelihood, describe_values
 
-__all__ = ["Gaussian", "Bernoulli", "BernoulliLogit", "BernoulliProbit", "Poisson", "Softmax"]
+__all__ = ["Gaussian", "Bernoulli", "BernoulliLogit", "BernoulliProbit", "Poisson", "Softmax", "MAX_LOG_RATE",
+           "MAX_SAMPLED_RATE"]
+
+#: |offset| and |log binsize| of a Poisson likelihood at most this: exp(f + offset) stays finite
+MAX_LOG_RATE = 300.0
+#: numpy's Poisson sampler refuses larger rates
+MAX_SAMPLED_RATE = 1e18
 
 
 class Gaussian(PointwiseLikelihood):
@@ -204,10 +210,12 @@ class Poisson(PointwiseLikelihood):
             offset, binsize = np.asarray(offset, dtype=float), np.asarray(binsize, dtype=float)
         except (TypeError, ValueError):
             raise ValueError(f"poisson offset and binsize must be numbers; got {offset!r}, {binsize!r}") from None
-        if offset.ndim or not np.isfinite(offset):
-            raise ValueError(f"poisson offset must be a finite scalar; got {offset!r}")
-        if binsize.ndim or not np.isfinite(binsize) or binsize <= 0:
-            raise ValueError(f"poisson binsize must be a positive finite scalar; got {binsize!r}")
+        if offset.ndim or not np.isfinite(offset) or abs(offset) > MAX_LOG_RATE:
+            raise ValueError(f"poisson offset must be a finite scalar within +-{MAX_LOG_RATE:g} (the rate "
+                             f"binsize exp(f + offset) must stay within float64); got {offset!r}")
+        if binsize.ndim or not np.isfinite(binsize) or binsize <= 0 or abs(np.log(binsize)) > MAX_LOG_RATE:
+            raise ValueError(f"poisson binsize must be a positive finite scalar with |log binsize| <= "
+                             f"{MAX_LOG_RATE:g}; got {binsize!r}")
         self.offset, self.binsize = float(offset), float(binsize)
 
     def _check_support(self, Y):
@@ -244,7 +252,11 @@ class Poisson(PointwiseLikelihood):
         return lp, (y - rate)[..., None] if slope else None, {}
 
     def _sample(self, F, rng):
-        return rng.poisson(self.rate(F)).astype(float)
+        rate = self.rate(F)
+        if np.any(rate > MAX_SAMPLED_RATE):
+            raise ValueError(f"poisson counts cannot be drawn at a rate of {np.max(rate):.3g} (offset "
+                             f"{self.offset:g}, binsize {self.binsize:g}): numpy draws rates up to {MAX_SAMPLED_RATE:g}")
+        return rng.poisson(rate).astype(float)
 
     def _mean(self, F):
         return self.rate(F)

@@ -46,6 +46,7 @@ class BlackBoxLab(LabBase):
         self.error, self.fit_error, self.fit_note = None, None, None
         self._context, self._job_context, self._pending_fit = None, None, False
         self._live, self._live_drawn, self._data_version = None, 0.0, 0
+        self._likelihood_used = None  # {"likelihood", "log_likelihood"} of the last accepted fit options
         self._build_components()
         self._connect_settings(self._reload, defer=True)
 
@@ -147,16 +148,43 @@ class BlackBoxLab(LabBase):
         try:
             options = cfg.fit_options(self.settings, self.problem)
         except ValueError as err:
-            self.fit_error = str(err)
-            self._update_badges()
+            self._refuse_likelihood(err)
             return
-        self.fit_error = None
+        self._accept_likelihood()
         problem, live = self.problem, runs.LiveTrace()
         self._live, self._live_drawn = live, 0.0
         self._job_context = (self._fit_context(), tuple(posteriors), only is not None)
         self._start_job("fit", lambda job: runs.fit_all(problem, posteriors, options, live, job.report,
                                                         lambda: job.cancelled),
                         started=f"fitting {', '.join(cfg.LABELS[p] for p in posteriors)}")
+
+    def _refuse_likelihood(self, err):
+        """The likelihood (a typed one) cannot be used: say why; the previous fit stays shown, and
+        the address bar and the table say which likelihood that fit used (issue 24 item 12)."""
+        self.fit_error = str(err)
+        self._update_views()
+        self._update_address()
+
+    def _accept_likelihood(self):
+        self.fit_error = None
+        self._likelihood_used = {n: getattr(self.settings, n) for n in ("likelihood", "log_likelihood")}
+        self._update_address()
+
+    def _url_overrides(self):
+        """While the likelihood is refused, the address bar shows the one the fit on screen used."""
+        if self.fit_error is None:
+            return {}
+        return self._likelihood_used or {n: self.settings.param[n].default for n in ("likelihood", "log_likelihood")}
+
+    def _previous_fit(self):
+        """While the likelihood is refused: which likelihood the table's fit used (None otherwise)."""
+        if self.fit_error is None or not self.results:
+            return None
+        used = self._url_overrides()
+        if used["likelihood"] == "expression":
+            return f"log p(y | f) = {used['log_likelihood']}"
+        names = {v: k for k, v in cfg.LIKELIHOOD_CHOICES.items()}
+        return f"likelihood: {names.get(used['likelihood'], used['likelihood'])}"
 
     def _fit_context(self):
         """What a fit belongs to: the data and model settings, and the data set loaded."""
@@ -248,7 +276,8 @@ class BlackBoxLab(LabBase):
             self.variance.update(self.curve, self.settings.num_samples)
             stale = bool(self.results) and self._context != self._fit_context()
             label = self.problem.test_label if self.problem is not None else "test"
-            self.metrics_readout.object = texts.metrics_html(self.results, self.shown, label, stale)
+            self.metrics_readout.object = texts.metrics_html(self.results, self.shown, label, stale,
+                                                             previous=self._previous_fit())
             lik = None
             if self.problem is not None:
                 try:

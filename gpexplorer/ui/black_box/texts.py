@@ -66,9 +66,10 @@ def _num(v, fmt="{:.4g}"):
     return "n/a" if v is None or not np.isfinite(v) else fmt.format(v)
 
 
-def metrics_html(results, shown, test_label, stale=False):
+def metrics_html(results, shown, test_label, stale=False, previous=None):
     """Per shown posterior: ELBO, NLPD, error rate or SSE, the learnt kernel (lengthscale, for
-    several inputs their geometric mean, and variance), iterations, how the fit ended, fit time."""
+    several inputs their geometric mean, and variance), iterations, how the fit ended, fit time.
+    ``previous``: the likelihood of the fit shown while the one set is refused (it says so)."""
     head = (f"<tr><th></th><th>ELBO</th><th>NLPD ({html.escape(test_label)})</th><th>error rate / SSE</th>"
             "<th>lengthscale</th><th>kernel var.</th><th>iterations</th><th>ended</th><th>fit time (s)</th></tr>")
     rows = []
@@ -93,8 +94,11 @@ def metrics_html(results, shown, test_label, stale=False):
                     f"<td>{_num(m.get('seconds'), '{:.2f}')}</td></tr>")
     stale_note = ('<div style="color:#8a6d00">The settings changed since this fit: press <i>Fit</i>.</div>'
                   if stale else "")
-    return (f'{STYLE}<table id="metrics-table" class="gpx-table" data-stale="{str(bool(stale)).lower()}">{head}'
-            f'{"".join(rows)}</table>{stale_note}')
+    if previous:
+        stale_note = ('<div style="color:#8a6d00">The likelihood set was refused (see the badge): this table shows '
+                      f'the previous fit, {html.escape(previous)}.</div>')
+    return (f'{STYLE}<table id="metrics-table" class="gpx-table" data-stale="{str(bool(stale)).lower()}" '
+            f'data-previous="{str(bool(previous)).lower()}">{head}{"".join(rows)}</table>{stale_note}')
 
 
 def note_html(problem, likelihood=None):
