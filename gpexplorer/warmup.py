@@ -17,10 +17,20 @@ A finished warm-up leaves a marker in the cache directory (which is keyed by the
 see ``gpexplorer._jit``), so :func:`is_warm` tells whether this install still needs one;
 ``gpexplorer serve`` starts one in the background when it does (:func:`start_in_background`),
 and the pages show its progress (:func:`progress`) instead of compiling the same code again.
+
+A warm-up holds an exclusive ``flock`` on :data:`LOCK_FILE` in the cache directory for its whole
+life, and the kernel releases it the moment its process dies, however it dies. A progress file
+that says "not finished" counts only while that lock is held: a warm-up killed with its server
+(SIGKILL, a closed terminal) used to stall the next server's pages for up to five minutes, until
+the file was :data:`STALE_SECONDS` old (issue 24 defect 10); now the next server starts a new
+warm-up at once. ``gpexplorer serve`` takes the lock before it starts the background process and
+hands it over (the child inherits the locked descriptor), so no page ever sees a warm-up under
+way without its lock. Without ``fcntl`` (Windows) the age of the progress file decides, as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -31,10 +41,16 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks, the age of the progress file decides
+    fcntl = None
+
 MAX_WORKERS = 4
 MARKER = "warmed-up"
 PROGRESS_FILE = "warmup-progress.json"
-STALE_SECONDS = 300  # a progress file not updated for this long belongs to a warm-up that died
+LOCK_FILE = "warmup.lock"  # flock-ed by the warm-up under way for as long as it lives
+STALE_SECONDS = 300  # without fcntl: a progress file not updated for this long belongs to a dead warm-up
 
 
 def cache_dir() -> pathlib.Path | None:
@@ -56,7 +72,8 @@ def is_warm() -> bool:
 def progress() -> dict | None:
     """{"done", "total", "finished", "error"} of a warm-up under way or finished, else None.
 
-    None too when the progress file was not updated for :data:`STALE_SECONDS` (its process died)."""
+    None too when the progress file says "under way" but no process holds the warm-up lock (its
+    warm-up died; without ``fcntl``: the file was not updated for :data:`STALE_SECONDS`)."""
     folder = cache_dir()
     if folder is None:
         return None
@@ -66,9 +83,57 @@ def progress() -> dict | None:
         age = time.time() - path.stat().st_mtime
     except (OSError, ValueError):
         return None
-    if not state.get("finished") and age > STALE_SECONDS:
-        return None
+    if not state.get("finished"):
+        held = lock_held(folder)
+        if held is False or (held is None and age > STALE_SECONDS):
+            return None
     return state
+
+
+def lock_held(folder=None) -> bool | None:
+    """Whether a live process holds the warm-up lock of ``folder`` (the cache directory); None
+    when this cannot be known (no ``fcntl``, or no cache directory of ours)."""
+    folder = cache_dir() if folder is None else folder
+    if fcntl is None or folder is None:
+        return None
+    try:
+        fd = os.open(pathlib.Path(folder) / LOCK_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        return False  # no warm-up ever ran here
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a shared probe: probes never block each other
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also releases the probe's shared lock
+    return False
+
+
+def take_lock(folder=None, wait=False) -> int | None:
+    """Take the warm-up lock: the open file descriptor holding it (keep it open for as long as the
+    warm-up runs; closing it, or the process ending, releases it), or None when another process
+    holds it (``wait``: block until it is free). -1 without ``fcntl`` or a cache directory of ours."""
+    folder = cache_dir() if folder is None else folder
+    if fcntl is None or folder is None:
+        return -1
+    fd = os.open(pathlib.Path(folder) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    for attempt in range(3):  # a page's probe holds a shared lock for microseconds: try again
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            return fd
+        except BlockingIOError:
+            time.sleep(0.01)
+    os.close(fd)
+    return None
+
+
+def release_lock(fd) -> None:
+    """Give back what :func:`take_lock` returned (this process's copy of the descriptor)."""
+    if fd is not None and fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _write_progress(**state):
@@ -81,13 +146,27 @@ def _write_progress(**state):
 
 
 def start_in_background() -> subprocess.Popen | None:
-    """Start ``python -m gpexplorer.warmup`` unless the cache is warm or a warm-up is running."""
-    state = progress()
-    if is_warm() or (state is not None and not state.get("finished")):
+    """Start ``python -m gpexplorer.warmup`` unless the cache is warm or a warm-up is running.
+
+    The lock is taken here and inherited by the child (``--lock-fd``), so the warm-up counts as
+    under way from the first instant, and stops counting the instant the child dies."""
+    if is_warm():
         return None
-    _write_progress(done=0, total=len(WORKLOADS), finished=False, error=None)
-    return subprocess.Popen([sys.executable, "-m", "gpexplorer.warmup", "--quiet"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    fd = take_lock()
+    if fd is None:
+        return None  # a live warm-up holds the lock
+    if fd < 0:  # no locks here: the progress file's age decides
+        state = progress()
+        if state is not None and not state.get("finished"):
+            return None
+    try:
+        _write_progress(done=0, total=len(WORKLOADS), finished=False, error=None)
+        handed = ["--lock-fd", str(fd)] if fd >= 0 else []
+        return subprocess.Popen([sys.executable, "-m", "gpexplorer.warmup", "--quiet", *handed],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                pass_fds=(fd,) if fd >= 0 else ())
+    finally:
+        release_lock(fd)  # the child's copy keeps it locked
 
 
 def _snelson_small():
@@ -273,10 +352,29 @@ def run(workers=None, progress=None) -> dict:
     return timings
 
 
-def main(workers=None, quiet=False) -> None:
-    """The console command: run the workloads, report each as it finishes, leave the marker."""
+def main(workers=None, quiet=False, lock_fd=None) -> None:
+    """The console command: run the workloads, report each as it finishes, leave the marker.
+
+    Holds the warm-up lock throughout (``lock_fd``: one already taken, handed over by
+    :func:`start_in_background`); if another warm-up holds it, waits for that one first."""
     start = time.perf_counter()
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
+    if lock_fd is None:
+        lock_fd = take_lock()
+        if lock_fd is None:
+            say("gpexplorer warmup: another warm-up is compiling; waiting for it ...")
+            lock_fd = take_lock(wait=True)
+            if is_warm():
+                release_lock(lock_fd)
+                say(f"done in {time.perf_counter() - start:.1f} s (by the other warm-up)")
+                return
+    try:
+        _main(workers, say, start)
+    finally:
+        release_lock(lock_fd)
+
+
+def _main(workers, say, start):
     say("gpexplorer warmup: compiling the numerical kernels (once per install) ...")
     total = len(WORKLOADS)
     _write_progress(done=0, total=total, finished=False, error=None)
@@ -298,6 +396,7 @@ def main(workers=None, quiet=False) -> None:
 
 
 if __name__ == "__main__":  # via the package's module, so the worker processes can find _run
-    from gpexplorer.warmup import main as _main
+    from gpexplorer.warmup import main as _run_main
 
-    _main(quiet="--quiet" in sys.argv)
+    _fd = int(sys.argv[sys.argv.index("--lock-fd") + 1]) if "--lock-fd" in sys.argv else None
+    _run_main(quiet="--quiet" in sys.argv, lock_fd=_fd)

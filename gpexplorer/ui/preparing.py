@@ -22,7 +22,8 @@ POLL_MS = 500
 
 
 def warmup_under_way() -> bool:
-    """Whether a warm-up has started and not finished (a dead one does not count: see STALE_SECONDS)."""
+    """Whether a warm-up has started and not finished; a dead one does not count, from the moment
+    it died (its lock is gone: :func:`gpexplorer.warmup.lock_held`)."""
     state = warmup.progress()
     return state is not None and not state.get("finished")
 

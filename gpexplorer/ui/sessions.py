@@ -13,6 +13,12 @@ the trim gives back about 10 MB.
 destroyed, one release (full garbage collection, then ``malloc_trim``) runs on the server's event
 loop ``RELEASE_DELAY_S`` later, however many sessions ended together. On systems without glibc it
 only collects garbage.
+
+:func:`track` also makes the page say when its server has gone (issue 24 defect 12: a tab whose
+server died kept showing "running ... iteration 772"): on BokehJS's ``connection_lost`` event,
+fired in the browser when the websocket closes, a client-side callback replaces every job status
+line of the page (``#job-status``) by :data:`DISCONNECTED_TEXT`, without sending anything to the
+server that is gone; if Bokeh reconnects the session, the previous lines come back.
 """
 
 from __future__ import annotations
@@ -21,9 +27,34 @@ import ctypes
 import gc
 import time
 
-__all__ = ["RELEASE_DELAY_S", "release_count", "release_memory", "track"]
+__all__ = ["DISCONNECTED_TEXT", "RELEASE_DELAY_S", "release_count", "release_memory", "show_disconnect", "track"]
 
 RELEASE_DELAY_S = 2.0  # after the destroyed sessions' documents have let go of their labs
+DISCONNECTED_TEXT = "The server stopped; reload when it is back"
+
+#: the document's connection_lost callback (cb_obj: the document); ``text`` is the new status line
+_ON_CONNECTION_LOST = """
+const saved = window.__gpx_before_disconnect || (window.__gpx_before_disconnect = new Map());
+const docs = (cb_obj && cb_obj.all_models) ? [cb_obj] : Bokeh.documents;
+for (const doc of docs) {
+  for (const model of doc.all_models) {
+    if (typeof model.text !== "string" || !model.text.includes('id="job-status"')) continue;
+    if (model.text.includes('data-state="disconnected"')) continue;
+    saved.set(model, model.text);
+    try { model.setv({text: text}, {sync: false}); } catch (err) { model.text = text; }
+  }
+}
+"""
+#: the document's client_reconnected callback: the session is back, so are its status lines
+_ON_RECONNECTED = """
+const saved = window.__gpx_before_disconnect;
+if (saved) {
+  for (const [model, before] of saved) {
+    try { model.setv({text: before}, {sync: false}); } catch (err) { model.text = before; }
+  }
+  saved.clear();
+}
+"""
 
 
 class _Releases:
@@ -71,8 +102,22 @@ def _session_destroyed(session_context):
     IOLoop.current().call_later(RELEASE_DELAY_S, run)
 
 
+def show_disconnect(doc) -> None:
+    """In the browser, replace the page's job status lines by :data:`DISCONNECTED_TEXT` when the
+    connection to the server is lost (and restore them if it comes back)."""
+    from bokeh.models import CustomJS
+
+    from gpexplorer.ui.markup import status_html
+
+    doc.js_on_event("connection_lost", CustomJS(code=_ON_CONNECTION_LOST,
+                                                args={"text": status_html("disconnected", DISCONNECTED_TEXT)}))
+    doc.js_on_event("client_reconnected", CustomJS(code=_ON_RECONNECTED))
+
+
 def track(doc) -> None:
-    """Release memory after the session serving ``doc`` (a Bokeh Document) is destroyed; does
-    nothing outside a server session (Jupyter, tests)."""
+    """Release memory after the session serving ``doc`` (a Bokeh Document) is destroyed, and show
+    the disconnect in the page if its server goes (:func:`show_disconnect`); does nothing outside
+    a server session (Jupyter, tests)."""
     if doc is not None and doc.session_context is not None:
         doc.on_session_destroyed(_session_destroyed)
+        show_disconnect(doc)

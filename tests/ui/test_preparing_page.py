@@ -15,11 +15,14 @@ APP = ROOT / "apps" / "sparse_regression.py"
 
 @pytest.fixture
 def warmup_under_way():
-    """The progress file of a warm-up that has done 2 of 5 parts, in the cache the server uses."""
+    """The progress file of a warm-up that has done 2 of 5 parts, in the cache the server uses, and
+    the warm-up lock held by this process as a live warm-up holds it."""
     path = warmup.cache_dir() / warmup.PROGRESS_FILE
     before = path.read_text() if path.exists() else None
+    lock = warmup.take_lock(wait=True)
     path.write_text(json.dumps({"done": 2, "total": 5, "finished": False, "error": None}))
     yield path
+    warmup.release_lock(lock)
     if before is None:
         path.unlink(missing_ok=True)
     else:

@@ -117,6 +117,18 @@ def test_a_failed_warmup_reports_its_error_and_is_not_warm(cache, monkeypatch):
 
 
 def test_a_warmup_that_died_is_not_waited_for(cache):
+    """Under way while a process holds the warm-up lock; not the instant it lets go (the kernel
+    releases a dead process's lock), however fresh its progress file (issue 24 defect 10)."""
+    (cache / warmup.PROGRESS_FILE).write_text(json.dumps({"done": 1, "total": 5, "finished": False, "error": None}))
+    assert warmup.progress() is None  # a fresh progress file and no warm-up holding the lock
+    fd = warmup.take_lock()
+    assert fd is not None and warmup.lock_held() and warmup.progress()["done"] == 1
+    warmup.release_lock(fd)
+    assert warmup.lock_held() is False and warmup.progress() is None
+
+
+def test_without_locks_a_stale_progress_file_means_a_dead_warmup(cache, monkeypatch):
+    monkeypatch.setattr(warmup, "fcntl", None)
     (cache / warmup.PROGRESS_FILE).write_text(json.dumps({"done": 1, "total": 5, "finished": False, "error": None}))
     assert warmup.progress()["done"] == 1
     old = time.time() - warmup.STALE_SECONDS - 5
@@ -126,9 +138,17 @@ def test_a_warmup_that_died_is_not_waited_for(cache):
 
 def test_serve_does_not_start_a_second_warmup(cache, monkeypatch):
     started = []
-    monkeypatch.setattr(warmup.subprocess, "Popen", lambda *a, **k: started.append(a) or object())
+
+    def child(*args, pass_fds=(), **kwargs):  # keeps a copy of the handed-over lock, as the child does
+        started.append([os.dup(fd) for fd in pass_fds])
+        return object()
+
+    monkeypatch.setattr(warmup.subprocess, "Popen", child)
     assert warmup.start_in_background() is not None
-    assert warmup.start_in_background() is None  # the first one's progress file says it is under way
+    assert warmup.lock_held()  # handed over: held by the "child" alone
+    assert warmup.start_in_background() is None  # the first one holds the lock: it is under way
+    for fd in started[0]:
+        os.close(fd)  # the child ends
     (cache / warmup.MARKER).write_text("1")
     (cache / warmup.PROGRESS_FILE).unlink()
     assert warmup.start_in_background() is None  # warm already
@@ -141,6 +161,7 @@ def test_pages_wait_for_a_warmup_under_way_and_build_when_it_ends(cache):
 
     from gpexplorer.ui import preparing
 
+    lock = warmup.take_lock()  # a warm-up under way holds it
     warmup._write_progress(done=2, total=5, finished=False, error=None)
     sidebar, main = pn.Column(), pn.Column()
     built = []
@@ -150,6 +171,7 @@ def test_pages_wait_for_a_warmup_under_way_and_build_when_it_ends(cache):
         assert callback is not None and not built
         assert "Preparing (first run only)" in main.objects[0].object and "2 of 5" in main.objects[0].object
         warmup._write_progress(done=5, total=5, finished=True, error=None)
+        warmup.release_lock(lock)
         callback.callback()  # one poll
     assert built == [1]
     assert [o.object for o in sidebar.objects] == ["controls"] and [o.object for o in main.objects] == ["views"]
