@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 from bokeh.models import GlyphRenderer, Legend, LegendItem, Span
-from bokeh.models.filters import AllIndices
 from bokeh.plotting import figure as bokeh_figure
 
 __all__ = ["TOOLS", "lab_figure", "outside_legend", "legend_item", "vertical_marker", "assign", "assign_changed",
@@ -29,21 +28,15 @@ def lab_figure(name, title, height, **kw):
 
 
 def _lean_renderers(attr, old, new):
-    """Fewer Bokeh models per glyph: renderers that show every row share one view, and the
-    nonselection glyph is left for BokehJS to derive ("auto") instead of a model of its own.
+    """One Bokeh model fewer per glyph: the nonselection glyph is left for BokehJS to derive
+    ("auto") instead of a model of its own (the labs select nothing; a dragged point's source
+    is selected only while dragged, where the derived glyph looks the same).
 
     Every session's document holds its own models, and the server's cost of building, walking
-    and sending a document grows with their number (about 2 ms per model per session on the
-    2-core reference machine); this removed 102 of the sparse page's 607 models."""
-    shared = None
+    and sending a document grows with their number. (Sharing one CDSView between renderers
+    would save more, but BokehJS caches a view's mask for one source length: "Size mismatch".)"""
     for renderer in new:
-        if not isinstance(renderer, GlyphRenderer) or type(renderer.view.filter) is not AllIndices:
-            continue
-        if shared is None:
-            shared = renderer.view
-        elif renderer.view is not shared:
-            renderer.view = shared
-        if renderer.nonselection_glyph not in (None, "auto"):
+        if isinstance(renderer, GlyphRenderer) and renderer.nonselection_glyph not in (None, "auto"):
             renderer.nonselection_glyph = "auto"
 
 
