@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpexplorer._checks import positive
+from gpexplorer.validation import positive
 
 NOISE = "noise_variance"
 

@@ -10,6 +10,12 @@ A feature knows nothing of kernels (GPflow's habit): its covariances with f are 
   drag, what the clumping badge measures);
 * makes the variants the optimiser and the studies need: a copy, a restart drawn from the
   data, members at new locations (the add-one curve), a concatenation.
+
+Every parameter a user sets (constructor, ``set_params``) is checked by the validation layer:
+numeric, finite and at most ``parameter_limits[name]`` in magnitude (default 1e100,
+:data:`gpexplorer.validation.MAX_MAGNITUDE`; angles such as frequencies and phases have a
+tighter limit, see the features), so that an absurd value is refused naming the parameter
+rather than surfacing as a NaN gradient or a CholeskyError naming Kuu.
 """
 
 from __future__ import annotations
@@ -18,12 +24,23 @@ import copy
 
 import numpy as np
 
+from gpexplorer.validation import MAX_MAGNITUDE, bounded
+
+#: largest |angle| (radians) a feature's frequencies and phases may reach: beyond ~1e15 a float64
+#: step of the angle is a sizeable fraction of a turn (a full turn at 2.8e16), so cos(a +- b) is
+#: no longer consistent with cos a cos b -+ sin a sin b and Kuu stops being positive definite
+#: (measured: a Frequency or TimeFrequency Kuu fails its Cholesky from phases of 1e17 and
+#: frequencies of 1e23 on inputs of order one)
+ANGLE_LIMIT = 1e15
+
 
 class InducingFeature:
     """Base class. Subclasses set ``parameter_names`` and implement the abstract methods."""
 
     #: names of the arrays an optimiser may move, in optimiser order
     parameter_names: tuple[str, ...] = ()
+    #: name -> (largest |value| accepted, why); others are limited to MAX_MAGNITUDE (module docstring)
+    parameter_limits: dict = {}
 
     # state -------------------------------------------------------------------------------
     @property
@@ -46,7 +63,11 @@ class InducingFeature:
             if new.shape != old.shape:
                 raise ValueError(f"{type(self).__name__}.{name} must keep shape {old.shape}; got {new.shape}")
             setattr(self, name, new)
+        self._check_joint()
         return self
+
+    def _check_joint(self):
+        """Checks across parameters (a time-frequency feature's omega . mu); none by default."""
 
     def assign_unchecked(self, values: dict):
         """Set values an optimiser produced from its own bounded coordinates."""
@@ -61,6 +82,11 @@ class InducingFeature:
             raise ValueError(f"{type(self).__name__}.{name} must be numeric ({err})") from None
         if not np.all(np.isfinite(a)):
             raise ValueError(f"{type(self).__name__}.{name} contains NaN or infinite values")
+        limit, why = self.parameter_limits.get(name, (MAX_MAGNITUDE, ""))
+        if a.size and float(np.max(np.abs(a))) > limit:
+            raise ValueError(f"{type(self).__name__}.{name} has values up to {float(np.max(np.abs(a))):.3g} in "
+                             f"magnitude; at most {limit:.0e} is accepted"
+                             + (f" ({why})" if why else " (beyond it float64 squares and products overflow)"))
         return np.ascontiguousarray(a)
 
     def copy(self):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpexplorer.inducing.base import InducingFeature
+from gpexplorer.inducing.base import ANGLE_LIMIT, InducingFeature
 from gpexplorer.inducing.time_frequency import (
     TWO_PI,
     data_scale,
@@ -39,6 +39,11 @@ class Frequency(InducingFeature):
     [M] (real) and widths ``delta`` [D] (positive, log scale, shared). ``locations`` = omega."""
 
     parameter_names = ("omega", "omega0", "delta")
+    parameter_limits = {
+        "omega": (ANGLE_LIMIT, "angular frequencies: the phase omega . x loses all precision beyond it"),
+        "omega0": (ANGLE_LIMIT, "phases in radians: beyond it a float64 step is a sizeable fraction of a turn"),
+        "delta": (1e50, "widths: delta^2 omega^2 must stay far from float64's overflow"),
+    }
 
     def __init__(self, omega, omega0=0.0, delta=1.0):
         self.omega = member_rows(self, "omega", omega)

@@ -54,7 +54,9 @@ class SumOfDeltas(InducingFeature):
         if np.any(weights[:, 0] == 0):
             raise ValueError("each member's first weight must be non-zero: the weights are rescaled so that it is 1")
         self.Z = Z
-        self.w = np.ascontiguousarray(weights[:, 1:] / weights[:, :1])
+        with np.errstate(over="ignore"):
+            w = weights[:, 1:] / weights[:, :1]
+        self.w = self._checked("w", w) if w.size else np.ascontiguousarray(w)  # a ratio can reach 1e200
 
     @property
     def parameter_names(self):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpexplorer.inducing.base import InducingFeature
+from gpexplorer.inducing.base import ANGLE_LIMIT, InducingFeature
 from gpexplorer.inducing.placement import kmeans, random_subset
 from gpexplorer.parameters import Parameter
 
@@ -94,6 +94,11 @@ class TimeFrequency(InducingFeature):
     members). ``locations`` are the centres mu."""
 
     parameter_names = ("mu", "omega", "omega0", "delta")
+    parameter_limits = {
+        "omega": (ANGLE_LIMIT, "angular frequencies: the phase omega . x loses all precision beyond it"),
+        "omega0": (ANGLE_LIMIT, "phases in radians: beyond it a float64 step is a sizeable fraction of a turn"),
+        "delta": (1e50, "widths: delta^2 omega^2 must stay far from float64's overflow"),
+    }
 
     def __init__(self, mu, omega=None, omega0=0.0, delta=1.0):
         self.mu = member_rows(self, "mu", mu)
@@ -103,6 +108,15 @@ class TimeFrequency(InducingFeature):
             raise ValueError(f"TimeFrequency.omega must have shape ({M}, {D}) like mu; got {self.omega.shape}")
         self.omega0 = member_phases(self, omega0, M)
         self.delta = shared_widths(self, delta, D)
+        self._check_joint()
+
+    def _check_joint(self):
+        """The phase omega_m . mu_m of every member within ANGLE_LIMIT (as omega0 is)."""
+        phase = float(np.max(np.abs(np.sum(self.omega * self.mu, axis=1))))
+        if phase > ANGLE_LIMIT:
+            raise ValueError(f"TimeFrequency.mu and TimeFrequency.omega give a phase omega . mu of {phase:.3g} "
+                             f"radians; at most {ANGLE_LIMIT:.0e} is accepted (beyond it a float64 step is a "
+                             "sizeable fraction of a turn): move the centres nearer the origin or lower the frequencies")
 
     def _checked(self, name, value):
         a = super()._checked(name, value)

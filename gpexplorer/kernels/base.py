@@ -7,7 +7,7 @@ import copy
 
 import numpy as np
 
-from gpexplorer._checks import positive as _positive
+from gpexplorer.validation import positive as _positive
 from gpexplorer.parameters import POSITIVE_RANGE, Parameter
 
 EMPTY = np.empty(0)

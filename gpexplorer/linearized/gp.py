@@ -42,7 +42,8 @@ from gpexplorer.linearized.gauss_newton import (IterationRecord, NumericalFailur
                                                 Linearizer, gauss_newton, posterior_var, scaled_rows,
                                                 step_length_search)
 from gpexplorer.linalg import CholeskyError, jittered_cholesky
-from gpexplorer._checks import prediction_inputs, validate_data as _validate_data
+from gpexplorer import validation
+from gpexplorer.validation import prediction_inputs, validate_data as _validate_data
 from gpexplorer.parameters import NOISE, KernelAndNoise
 from gpexplorer.linearized.linearization import LINEARIZATION_ALIASES, sigma_point_weights
 from gpexplorer.linearized.fixed_point import posterior_fixed_point
@@ -121,7 +122,8 @@ class LinearizedGP(KernelAndNoise):
                  step_shrink=0.75, jitter=0.0, inner_loop="map-search"):
         from gpexplorer.likelihoods.forward_models import get_forward_model, not_differentiable_message
 
-        self.X, self.y = _validate_data(X, y)
+        # |X| <= 1e100 as every model; y only finite: the forward model's overflow is checked where it happens
+        self.X, self.y = _validate_data(X, y, y_limit=None)
         if kernel is None:
             kernel = kernels.Matern52(variance=1.0, lengthscale=1.0)
         if not isinstance(kernel, kernels.Kernel):
@@ -407,6 +409,8 @@ class LinearizedGP(KernelAndNoise):
         initial_step = _check_positive("initial_step", initial_step)
         if callback is not None and not callable(callback):
             raise ValueError("callback must be callable")
+        seed = validation.seed(seed)
+        restarts = validation.count("restarts", restarts, 0, validation.MAX_ITERATIONS)
         with bounds_for_fit(self, bounds):
             self.fit_result = fit_free_energy(self, max_iter, fixed, restarts, seed, callback, method, xtol, ftol,
                                               initial_step)

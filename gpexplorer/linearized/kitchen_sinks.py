@@ -77,7 +77,8 @@ from gpexplorer.linearized.kitchen_sinks_checks import (PARAMETER_NAMES, Kitchen
                                                        positive_parameter, prior_means, training_data)
 from gpexplorer.linearized.fitting import bounds_for_fit, evaluation_budget
 from gpexplorer.linearized.kitchen_sinks_learning import fit_hyperparameters
-from gpexplorer._checks import prediction_inputs
+from gpexplorer import validation
+from gpexplorer.validation import prediction_inputs
 from gpexplorer.random_features.fourier import RandomFourierFeatures
 
 __all__ = ["LinearizedKitchenSinks", "PARAMETER_NAMES"]
@@ -131,6 +132,10 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
             raise ValueError(f"forward model {self.forward.name!r} is not differentiable, so the Taylor "
                              "linearisation (EKS) cannot be used; use linearization='unscented' (UKS)")
         self.linearization_method = method
+        seed = validation.seed(seed)
+        n_features = validation.count("n_features", n_features, 1)
+        validation.check_memory(f"n_features = {n_features:,} with N = {self.X.shape[0]:,}",
+                                8 * 4 * n_features * self.X.shape[0], "use fewer features")
         if isinstance(kernel, _kernels.Kernel) and weight_variance is None:
             weight_variance = kernel.variance
         self.features = RandomFourierFeatures(self.X.shape[1], n_features, kernel, lengthscale, seed)
@@ -363,7 +368,7 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
         if method == "monte_carlo":
             if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
                 raise ValueError(f"n_samples must be an integer >= 2; got {n_samples!r}")
-            rng = np.random.default_rng(self.seed if seed is None else seed)
+            rng = np.random.default_rng(self.seed if seed is None else validation.seed(seed))
             g_mean, g_var = monte_carlo_moments(self.forward, mean, var, n_samples, rng, self.n_outputs)
             return g_mean, g_var + self.noise_variance
         raise ValueError(f"method must be 'unscented' or 'monte_carlo'; got {method!r}")
@@ -407,6 +412,8 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
         ``bounds``.
         """
         max_iter = evaluation_budget(max_iter, max_evaluations, "max_evaluations")
+        seed = validation.seed(seed)
+        restarts = validation.count("restarts", restarts, 0, validation.MAX_ITERATIONS)
         with bounds_for_fit(self, bounds):
             self.fit_result = fit_hyperparameters(self, max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed,
                                                   callback=callback, method=method, xtol=xtol, warm_start=warm_start,

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from gpexplorer.parameters import POSITIVE_RANGE, Parameter, bounded_specs
+from gpexplorer.validation import inputs
 
 __all__ = ["positive_parameter", "training_data", "prior_means", "newton_options", "ACCEPTED_RANGE",
            "PARAMETER_NAMES", "KitchenSinksParameters"]
@@ -45,15 +46,11 @@ def positive_parameter(name, value, size, size_label):
 
 def training_data(X, Y, n_outputs):
     """(X (N, d), Y (N, P)) as contiguous float arrays; Y may be (N,) when P = 1."""
+    X = inputs(X, "X")  # the validation layer: numeric, (N, d), non-empty, finite, |X| <= 1e100
     try:
-        X = np.array(X, dtype=float)
         Y = np.array(Y, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError("X and Y must be numeric arrays") from None
-    if X.ndim == 1:
-        X = X[:, None]
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X must be a non-empty (N, d) array; got shape {X.shape}")
+        raise ValueError("Y must be a numeric array") from None
     if Y.ndim == 1 and n_outputs == 1:
         Y = Y[:, None]
     if Y.ndim != 2 or Y.shape[1] != n_outputs:

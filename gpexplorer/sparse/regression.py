@@ -14,8 +14,9 @@ import copy
 import numpy as np
 
 from gpexplorer import covariances
-from gpexplorer._checks import positive as _positive
-from gpexplorer._checks import prediction_inputs, validate_data as _validate_data
+from gpexplorer import validation
+from gpexplorer.validation import positive as _positive
+from gpexplorer.validation import prediction_inputs, validate_data as _validate_data
 from gpexplorer.inducing import InducingFeature, as_feature, initial_inducing_inputs
 from gpexplorer.kernels import Kernel
 from gpexplorer.linalg import CholeskyError
@@ -60,6 +61,11 @@ class _GPRBase(KernelAndNoise):
 
     def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol=None):
         """Jointly maximise the objective with L-BFGS-B; see :func:`gpexplorer.optimize.fit`."""
+        max_iter = validation.count("max_iter", max_iter, 0, validation.MAX_ITERATIONS)
+        restarts = validation.count("restarts", restarts, 0, validation.MAX_ITERATIONS)
+        seed, tol = validation.seed(seed), validation.tolerance("tol", tol)
+        if callback is not None and not callable(callback):
+            raise ValueError(f"callback must be callable; got {type(callback).__name__}")
         self.fit_result = fit(self, max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed,
                               callback=callback, tol=tol)
         return self.fit_result
@@ -72,7 +78,11 @@ class _GPRBase(KernelAndNoise):
         return mean, var + self.noise_variance
 
     def _check_new(self, Xnew):
-        return prediction_inputs(Xnew, self.X.shape[1])
+        Xnew = prediction_inputs(Xnew, self.X.shape[1])
+        m = len(self.inducing) if hasattr(self, "inducing") else self.X.shape[0]
+        validation.check_memory(f"Xnew with {len(Xnew):,} rows", 8 * 2 * m * len(Xnew),
+                                "predict in smaller blocks of rows")
+        return Xnew
 
     def copy(self):
         new = copy.copy(self)
@@ -142,12 +152,13 @@ class SparseGPR(_GPRBase):
         if approximation not in sparse.APPROXIMATIONS:
             raise ValueError(f"approximation must be one of {sparse.APPROXIMATIONS}; got {approximation!r}")
         self.approximation = approximation
-        if not np.isfinite(jitter) or jitter < 0:
-            raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
-        self.jitter = float(jitter)
+        self.jitter = validation.jitter(jitter)
+        N = self.X.shape[0]
         if not isinstance(Z, InducingFeature) and np.ndim(Z) == 0:
-            Z = initial_inducing_inputs(self.X, Z, z_init, seed)
+            M = validation.inducing_count(Z, N, "Z")  # before placement allocates anything
+            Z = initial_inducing_inputs(self.X, M, z_init, validation.seed(seed))
         self.inducing = as_feature(Z, self.X.shape[1])
+        validation.inducing_count(len(self.inducing), N, "Z")
         self.workspace = sparse.Workspace()  # [M, N] work arrays reused between evaluations
         clash = set(self.inducing.parameter_names) & (set(self.kernel.param_names) | {NOISE})
         if clash:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpexplorer.linalg import inv_from_cholesky
+from gpexplorer.validation import mixture_components
 from gpexplorer.variational.packing import diag_positions, pack_factor, tril_flat_positions, unpack_factor
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -283,9 +284,7 @@ class MixtureOfDiagonalGaussians(VariationalPosterior):
     diagonal = True
 
     def __init__(self, num_inducing, num_latent=None, K=1):
-        if int(K) != K or K < 1:
-            raise ValueError(f"the number of mixture components K must be a positive integer; got {K!r}")
-        self.K = int(K)
+        self.K = mixture_components(K)  # 1 <= K <= MAX_COMPONENTS: the entropy bound is O(K^2)
         super().__init__(num_inducing, num_latent)
 
     @property

@@ -26,16 +26,21 @@ import numpy as np
 
 from gpexplorer.inducing import InducingFeature, as_feature, initial_inducing_inputs
 from gpexplorer.kernels import Kernel
-from gpexplorer.kernels.base import as_inputs
 from gpexplorer.likelihoods.pointwise import PointwiseLikelihood, get_likelihood
 from gpexplorer.parameters import Parameter
 from gpexplorer.variational import convergence, estimators, fitting, marginals, prediction
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.elbo import mixture_moments
 from gpexplorer.variational.posterior import make_posterior
+from gpexplorer import validation
 from gpexplorer.workspace import Workspace
 
 GROUPS = ("posterior", "kernel", "inducing", "likelihood")
+
+#: most Gauss-Hermite points per latent dimension (numpy's nodes lose accuracy beyond a few hundred)
+MAX_QUADRATURE_POINTS = 300
+#: (N, M) work arrays per latent and mixture component (Kuf, A = Kfu Kuu^-1, A S_k, gradients)
+ARRAYS_PER_ROW = 4
 
 
 class SparseVariationalGP:
@@ -45,13 +50,14 @@ class SparseVariationalGP:
     def __init__(self, X, Y, kernel, Z, likelihood, posterior="fg", estimator="quadrature", num_samples=2000,
                  num_latent=None, seed=0, jitter=1e-6, z_init="kmeans", n_points=None, control_variate=False,
                  likelihood_options=None):
-        self.X = as_inputs(X)
+        self.X = validation.inputs(X, "X")  # the layer first: nothing is placed or allocated before
+        seed = validation.seed(seed)
         self.likelihood = likelihood = self._likelihood(likelihood, likelihood_options)
-        self.Y = likelihood.validate(Y)
+        self.Y = validation.targets(likelihood.validate(Y), "Y")
         N, D = self.X.shape
         if self.Y.shape[0] != N:
             raise ValueError(f"X has {N} rows but Y has {self.Y.shape[0]}")
-        Q = likelihood.n_latent if num_latent is None else int(num_latent)
+        Q = likelihood.n_latent if num_latent is None else validation.count("num_latent", num_latent, 1)
         if Q != likelihood.n_latent:
             raise ValueError(f"the likelihood needs {likelihood.n_latent} latent function(s); num_latent is {Q}")
         self.kernels = self._per_latent(kernel, Q, "kernel")
@@ -59,14 +65,18 @@ class SparseVariationalGP:
             if not isinstance(k, Kernel):
                 raise ValueError(f"kernel must be a gpexplorer.kernels.Kernel; got {type(k).__name__}")
             k.check_input_dim(D)
-        self.features = [self._feature(z, z_init, seed) for z in self._per_latent(Z, Q, "Z")]
+        self._check_magnitudes(self._named_values(self.kernels, "kernel"))
         if estimator not in estimators.METHODS:
             raise ValueError(f"estimator must be one of {estimators.METHODS}; got {estimator!r}")
-        if not np.isfinite(jitter) or jitter < 0:
-            raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
-        self.estimator, self.jitter, self.n_points = estimator, float(jitter), n_points
+        self.jitter = validation.jitter(jitter)
+        self.n_points = validation.optional_count("n_points", n_points, 1, MAX_QUADRATURE_POINTS)
+        self.num_samples = validation.count("num_samples", num_samples, 2)
+        self._check_sizes(Z, posterior, estimator, N, Q)
+        self.features = [self._feature(z, z_init, seed) for z in self._per_latent(Z, Q, "Z")]
+        self._check_likelihood_at_prior_mean()
+        self.estimator = estimator
         self.control_variate = bool(control_variate)
-        self.num_samples, self.seed = int(num_samples), seed
+        self.seed = seed
         self.eps = None if estimator == "quadrature" else estimators.draw_eps(num_samples, N, Q, seed)
         self.posterior = make_posterior(posterior, [len(f) for f in self.features], Q)
         self.reset_posterior(seed)
@@ -124,6 +134,54 @@ class SparseVariationalGP:
             Z = initial_inducing_inputs(self.X, Z, z_init, seed)
         return as_feature(Z, self.X.shape[1])
 
+    # the validation layer's model-specific part ------------------------------------------------
+    @staticmethod
+    def _named_values(owners, prefix):
+        return {f"{prefix}{j}.{n}": v for j, o in enumerate(owners) for n, v in o.params.items()}
+
+    @staticmethod
+    def _check_magnitudes(values):
+        """Every value finite and within 1e100 in magnitude (:data:`gpexplorer.validation.MAX_MAGNITUDE`):
+        a kernel variance of 1e300 makes q(u)'s start overflow."""
+        for name, v in values.items():
+            validation.bounded(name, np.asarray(v, dtype=float))
+
+    def _check_sizes(self, Z, posterior, estimator, N, Q):
+        """M, K, S and the quadrature grid against the memory cap, before anything is allocated."""
+        zs = Z if isinstance(Z, (list, tuple)) else [Z]
+        sizes = []
+        for z in zs:
+            if isinstance(z, InducingFeature):
+                sizes.append(len(z))
+            elif np.ndim(z) == 0:
+                sizes.append(validation.inducing_count(z, N, "Z", ARRAYS_PER_ROW))
+            else:
+                sizes.append(int(np.shape(z)[0]))
+        K = validation.mixture_components(posterior[1], "posterior K") \
+            if isinstance(posterior, tuple) and len(posterior) == 2 and posterior[0] == "mog" else getattr(posterior, "K", 2)
+        M = max(sizes)
+        validation.check_memory(f"Z with M = {M:,} inducing variables, N = {N:,}, Q = {Q} and K = {K}",
+                                8 * Q * (M * M + (ARRAYS_PER_ROW + K) * M * N), "use a smaller M or fewer data")
+        if estimator != "quadrature":
+            validation.check_memory(f"num_samples = {self.num_samples:,} with N = {N:,}",
+                                    8 * 3 * self.num_samples * N * Q, "use fewer samples")
+        if self.n_points is not None:
+            validation.check_memory(f"n_points = {self.n_points} with Q = {Q} and N = {N:,}",
+                                    8 * 3 * float(self.n_points) ** min(Q, 3) * N, "use fewer points")
+
+    def _check_likelihood_at_prior_mean(self):
+        """log p(y | f) finite at f = 0 (the prior mean) for every observation, or a ValueError
+        naming Y and the likelihood's options (Y = 1e300, Poisson offset = 1e300)."""
+        with np.errstate(all="ignore"):
+            logp = np.asarray(self.likelihood.log_density(np.zeros((self.X.shape[0], self.likelihood.n_latent)),
+                                                          self.Y))
+        bad = ~np.isfinite(logp)
+        if bad.any():
+            name = getattr(self.likelihood, "name", type(self.likelihood).__name__)
+            raise ValueError(f"the likelihood {name!r} gives a log density of {logp[bad].flat[0]} at f = 0 (the prior "
+                             f"mean) for {int(bad.sum())} of the observations (first at row {int(np.argmax(bad))}); "
+                             "check Y and likelihood_options (such as an offset) for values out of range")
+
     def _latents(self, X):
         return [marginals.forward(k, f, X, self.posterior, j, self.jitter)
                 for j, (k, f) in enumerate(zip(self.kernels, self.features))]
@@ -161,6 +219,8 @@ class SparseVariationalGP:
             self.posterior.set_free(values.pop("posterior"))
         for name, v in values.items():
             owner, n, _ = named[name]
+            if not name.startswith("feature"):
+                self._check_magnitudes({name: v})
             owner.set_params(**{n: v})
         return self
 
@@ -251,6 +311,9 @@ class SparseVariationalGP:
         likelihood parameters kept). Details, and what the score estimator does under L-BFGS, in
         :mod:`gpexplorer.variational.fitting`.
         """
+        seed = validation.seed(seed)
+        tol = validation.tolerance("tol", tol)
+        convergence_tol = validation.tolerance("convergence_tol", convergence_tol, allow_none=False)
         self.fit_result = fitting.fit(self, max_iter=max_iter, fixed=self._fixed_names(fixed), restarts=restarts,
                                       seed=seed, callback=callback, method=method, batch_size=batch_size,
                                       learning_rate=learning_rate, evals_per_block=evals_per_block,
@@ -278,15 +341,20 @@ class SparseVariationalGP:
 
     def predict_y(self, Xnew, n_points=None, num_samples=2000, seed=0):
         """Mean and variance (N*, 1) of y* under q(f*): see :func:`.prediction.predict_y`."""
-        return prediction.predict_y(self, self._check_new(Xnew), n_points, num_samples, seed)
+        Xnew = self._check_new(Xnew)
+        return prediction.predict_y(self, Xnew, *self._prediction_options(n_points, num_samples, seed, len(Xnew)))
 
     def predict_log_density(self, Xnew, Ynew, n_points=None, num_samples=2000, seed=0):
         """log p(y* | data) = log E_q(f*)[p(y* | f*)] per point (N*,): :func:`.prediction.predict_log_density`."""
-        return prediction.predict_log_density(self, self._check_new(Xnew), Ynew, n_points, num_samples, seed)
+        Xnew = self._check_new(Xnew)
+        return prediction.predict_log_density(self, Xnew, Ynew,
+                                              *self._prediction_options(n_points, num_samples, seed, len(Xnew)))
 
     def predict_class_probabilities(self, Xnew, n_points=None, num_samples=2000, seed=0):
         """(N*, C) class probabilities (C = 2 for Bernoulli: columns p(y=0), p(y=1))."""
-        return prediction.class_probabilities(self, self._check_new(Xnew), n_points, num_samples, seed)
+        Xnew = self._check_new(Xnew)
+        return prediction.class_probabilities(self, Xnew, *self._prediction_options(n_points, num_samples, seed,
+                                                                                    len(Xnew)))
 
     def nlpd(self, Xnew, Ynew):
         """Mean negative log predictive density -mean log p(y* | data)."""
@@ -301,10 +369,22 @@ class SparseVariationalGP:
         return prediction.sse(self, self._check_new(Xnew), Ynew)
 
     def _check_new(self, Xnew):
-        Xnew = as_inputs(Xnew, "Xnew")
-        if Xnew.shape[1] != self.X.shape[1]:
-            raise ValueError(f"Xnew must have {self.X.shape[1]} column(s); got {Xnew.shape[1]}")
+        """Xnew (N*, D) through the validation layer: numeric, N* >= 1, finite, |Xnew| <= 1e100,
+        and the (K, N*, M) prediction arrays under the memory cap."""
+        Xnew = validation.prediction_inputs(Xnew, self.X.shape[1], min_rows=1, rows="N*")
+        M = max(len(f) for f in self.features)
+        validation.check_memory(f"Xnew with N* = {len(Xnew):,} rows", 8 * self.Q * (self.posterior.K + 2) * M * len(Xnew),
+                                "predict in smaller blocks of rows")
         return Xnew
+
+    def _prediction_options(self, n_points, num_samples, seed, rows):
+        n_points = validation.optional_count("n_points", n_points, 1, MAX_QUADRATURE_POINTS)
+        num_samples = validation.count("num_samples", num_samples, 2)
+        seed = validation.seed(seed)
+        if n_points is not None:
+            validation.check_memory(f"n_points = {n_points} with N* = {rows:,}",
+                                    8 * 3 * float(n_points) ** min(self.Q, 3) * rows, "use fewer points")
+        return n_points, num_samples, seed
 
     def __repr__(self):
         return (f"SparseVariationalGP(N={self.X.shape[0]}, Q={self.Q}, M={[len(f) for f in self.features]}, "
