@@ -233,3 +233,18 @@ def test_features_at_the_limits_give_finite_objectives_and_gradients(make):
     assert np.isfinite(value)
     for g in grads.values():
         assert np.all(np.isfinite(g))
+
+
+def test_kmeans_says_when_it_falls_back_to_a_spread():
+    """Too few distinct points for k-means: the spread is used and a PlacementWarning says why."""
+    import warnings
+
+    from gpexplorer.inducing.placement import PlacementWarning, kmeans, spread
+
+    X = np.repeat(np.array([[0.0], [1.0], [2.0]]), 5, axis=0)
+    with pytest.warns(PlacementWarning, match="fewer than 4 distinct points"):
+        Z = kmeans(X, 4, 0)
+    assert np.array_equal(Z, spread(X, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PlacementWarning)  # ordinary data: no note
+        kmeans(np.linspace(0, 1, 30)[:, None], 4, 0)

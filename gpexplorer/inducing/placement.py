@@ -21,6 +21,10 @@ from gpexplorer.validation import count, inputs
 INITIALISATIONS = ("even", "random", "kmeans")
 
 
+class PlacementWarning(UserWarning):
+    """k-means could not place the inducing inputs and a deterministic spread was used instead."""
+
+
 def _rng(seed):
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
@@ -72,6 +76,12 @@ def spread(X, M):
     return distinct[ranks].copy()
 
 
+def _spread_instead(X, M, reason):
+    warnings.warn(f"k-means placement of M = {M} inducing inputs {reason}; a deterministic spread of distinct "
+                  "data points was used instead (gpexplorer.inducing.placement.spread)", PlacementWarning, stacklevel=3)
+    return spread(X, M)
+
+
 #: data whose largest |value| lies in [1 / SAFE_SCALE, SAFE_SCALE] are clustered as they are
 #: (bit for bit as before); others are first shifted and divided by one scale (every column
 #: alike, so the clustering is the same in exact arithmetic)
@@ -103,15 +113,15 @@ def kmeans(X, M, seed=None):
         return random_subset(X, M, rng)
     Xs, centre, scale = conditioned(X)
     if len(np.unique(Xs, axis=0)) < M:  # k-means++ would divide by a zero sum of distances
-        return spread(X, M)
+        return _spread_instead(X, M, f"is impossible: the data have fewer than {M} distinct points")
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
             centres, labels = kmeans2(Xs, M, minit="++", seed=rng)
-    except (ValueError, IndexError, FloatingPointError, np.linalg.LinAlgError):
-        return spread(X, M)
+    except (ValueError, IndexError, FloatingPointError, np.linalg.LinAlgError) as err:
+        return _spread_instead(X, M, f"failed in scipy ({type(err).__name__}: {err})")
     if not np.all(np.isfinite(centres)):
-        return spread(X, M)
+        return _spread_instead(X, M, "gave non-finite centres")
     empty = np.setdiff1d(np.arange(M), labels)
     if empty.size:  # an empty cluster keeps a meaningless centre: put it on a data point
         centres[empty] = Xs[rng.choice(Xs.shape[0], empty.size, replace=False)]
@@ -119,7 +129,7 @@ def kmeans(X, M, seed=None):
         return centres
     with np.errstate(over="ignore"):
         out = centres * scale + centre
-    return out if np.all(np.isfinite(out)) else spread(X, M)
+    return out if np.all(np.isfinite(out)) else _spread_instead(X, M, "gave centres that overflow when scaled back")
 
 
 def initial_inducing_inputs(X, M, method="kmeans", seed=None):
