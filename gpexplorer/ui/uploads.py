@@ -1,4 +1,10 @@
-"""CSV uploads shared by the labs: size and row limits checked before anything is plotted."""
+"""CSV uploads shared by the labs: size and row limits checked before anything is plotted.
+
+Every refusal is a ValueError that names the file (the labs show it under the upload and keep
+the data they had): an empty file, one of blank space only, binary content (NUL bytes), text
+that is not UTF-8, a header without rows, more than ``MAX_UPLOAD_BYTES`` (the browser refuses
+those before sending, ``gpexplorer/ui/file_input.py``; this is the server's own check), too few
+or too many rows, and values whose squares overflow double precision."""
 
 from __future__ import annotations
 
@@ -13,11 +19,19 @@ def read_upload(contents: bytes, filename: str, max_rows: int, min_rows: int):
     """Validate an uploaded CSV (size, rows, numbers) into a Dataset; ValueError explains why not.
     Each lab adds its own limits on top."""
     if contents is None or len(contents) == 0:
-        raise ValueError(f"{filename} is empty")
+        raise ValueError(f"{filename} is empty (0 bytes); a CSV needs a header row and data rows")
     if len(contents) > MAX_UPLOAD_BYTES:
         raise ValueError(f"{filename} is {len(contents) / 1e6:.1f} MB; uploads are limited to "
                          f"{MAX_UPLOAD_BYTES / 1e6:.0f} MB")
-    ds = datasets.from_csv(contents, max_bytes=MAX_UPLOAD_BYTES, max_rows=max_rows, name=filename)
+    if not contents.strip():
+        raise ValueError(f"{filename} holds only blank space ({len(contents):,} bytes); a CSV needs a "
+                         "header row and data rows")
+    if b"\x00" in contents:
+        raise ValueError(f"{filename} is not a text file (it holds NUL bytes); upload a CSV saved as text")
+    try:
+        ds = datasets.from_csv(contents, max_bytes=MAX_UPLOAD_BYTES, max_rows=max_rows, name=filename)
+    except ValueError as err:
+        raise ValueError(str(err) if str(err).startswith(filename) else f"{filename}: {err}") from None
     if ds.n < min_rows:
         raise ValueError(f"{filename} has {ds.n} data row(s); at least {min_rows} are needed")
     columns = [(name, ds.X[:, j]) for j, name in enumerate(ds.meta.get("x_columns") or

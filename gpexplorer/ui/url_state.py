@@ -4,6 +4,18 @@ Panel's ``Location.sync`` applied every query value in one ``param.update``: one
 drop the good ones with it and report them all as invalid, and the address bar kept what it was
 given. Here each key is applied on its own, every rejected key is named with its reason, and the
 query string of the state actually used is computed for :class:`gpexplorer.ui.address_bar.AddressBar`.
+
+Each value is read by the type of its parameter (issue 24 defects 2 and 3): an Integer takes ASCII
+digits only (no superscripts, no "--5", at most ``MAX_DIGITS`` of them, never true/false, which
+Param would take since bool is an int and Bokeh's sliders then refuse), a Number a finite decimal
+number (never true/false), a Boolean true or false, a String the text as it came. Nothing a URL
+holds raises out of :func:`apply_query`: a value it cannot use is named in the badge.
+
+Panel parses the same query once more for its ``Location`` model (``servable()`` adds one) with
+``panel.util.parse_query``, which calls ``int()`` on any ``str.isdigit()`` value: "²" or 5,000
+digits raised there, in the page's script handler, and the page stayed blank before any lab code
+ran. :func:`guard_panel_location` (called on import) makes that parse fall back, on such a value,
+to :func:`parse_value` key by key; the lab's settings never come from it.
 """
 
 from __future__ import annotations
@@ -13,9 +25,16 @@ import math
 import re
 import urllib.parse
 
+import param
+
 #: query keys of the page around the lab (lessons, presenter mode): never a lab setting
 PAGE_KEYS = ("lesson", "step", "presenter")
 MAX_QUERY_CHARS = 20_000  # longer values are refused unread (a lab's own URL stays far below)
+NOT_A_SETTING = "not a setting of this page"
+MAX_DIGITS = 30  # a whole number with more digits is beyond every bound (and int() refuses 4,300)
+MAX_NAMED = 8  # the badge names at most this many keys that are not settings, then counts the rest
+_INTEGER = re.compile(r"[+-]?[0-9]+")  # [0-9], not \d: "²" and other Unicode digits are refused
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 def read_query(session_args) -> dict:
@@ -36,14 +55,20 @@ def apply_query(settings, query: dict, names, check=None):
         if key in PAGE_KEYS:
             continue
         if key not in names:
-            rejected[key] = "not a setting of this page"
+            rejected[key] = NOT_A_SETTING
             continue
         if len(raw) > MAX_QUERY_CHARS:
             rejected[key] = f"{len(raw):,} characters; at most {MAX_QUERY_CHARS:,} are read"
             continue
-        value = parse_value(raw)
-        reason = "not a finite number" if isinstance(value, float) and not math.isfinite(value) else None
-        reason = reason or (check(key, value) if check else None)
+        try:
+            value = parse_for(settings.param[key], raw)
+        except ValueError as err:
+            rejected[key] = str(err)
+            continue
+        try:
+            reason = check(key, value) if check else None
+        except Exception as err:  # noqa: BLE001 - a lab's check must not take the page down
+            reason = _short(err)
         if reason is None:
             try:
                 settings.param.update({key: value})
@@ -56,24 +81,102 @@ def apply_query(settings, query: dict, names, check=None):
     return accepted, rejected
 
 
-def parse_value(raw: str):
-    """A query value as Panel's ``Location`` reads it, without ``eval``: an integer, a number,
-    JSON (lists, objects), true/false, or else the text itself."""
+def parse_for(parameter, raw: str):
+    """``raw`` read as a value of ``parameter``'s type; ValueError says why it cannot be (its
+    bounds and choices are left to Param, whose message names them)."""
     text = raw.strip()
-    if text.lstrip("-").isdigit():
+    if isinstance(parameter, param.Boolean):
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"must be true or false, not {_what(text)}")
+        return text.lower() == "true"
+    if isinstance(parameter, param.Integer):
+        if not _INTEGER.fullmatch(text):
+            raise ValueError(f"must be an integer, not {_what(text)}")
+        digits = len(text.lstrip("+-"))
+        if digits > MAX_DIGITS:
+            raise ValueError(f"a {digits:,}-digit number; must be an integer{_bounds(parameter)}")
         return int(text)
-    try:
+    if isinstance(parameter, param.Number):
+        if not _NUMBER.fullmatch(text):
+            if text.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+                raise ValueError("not a finite number")
+            raise ValueError(f"must be a number, not {_what(text)}")
+        if _INTEGER.fullmatch(text) and len(text) <= MAX_DIGITS:
+            return int(text)  # as the address bar wrote it: "2", not "2.0"
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"not a finite number (beyond +-1.8e308); must be a number{_bounds(parameter)}")
+        return value
+    if isinstance(parameter, param.String):
+        return raw
+    value = parse_value(raw)
+    if isinstance(value, bool) and isinstance(parameter, param.Selector) and \
+            not any(isinstance(o, bool) for o in parameter.get_range().values()):
+        raise ValueError(f"not one of the choices: {text.lower()}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _what(text: str) -> str:
+    """How a refused value is named in the badge: short, and never the whole of a long paste."""
+    if not text:
+        return "empty"
+    if text.lower() in ("true", "false"):
+        return text.lower()
+    return "text"
+
+
+def _bounds(parameter) -> str:
+    """" from 2 to 100", " at least 0", ... or "" for a parameter without bounds."""
+    low, high = parameter.bounds or (None, None)
+    if low is not None and high is not None:
+        return f" from {low:g} to {high:g}"
+    if low is not None or high is not None:
+        return f" at least {low:g}" if high is None else f" at most {high:g}"
+    return ""
+
+
+def parse_value(raw: str):
+    """A query value of an untyped setting (a choice, a list) as Panel's ``Location`` reads it,
+    without ``eval``: an integer, a number, JSON (lists, objects), true/false, or else the text
+    itself. Never raises: a number of more than ``MAX_DIGITS`` digits is read as a float (``int()``
+refuses 4,300), JSON nested too deep stays text, and only ASCII digits make a number."""
+    text = raw.strip()
+    if _INTEGER.fullmatch(text) and len(text) <= MAX_DIGITS:
+        return int(text)
+    if _NUMBER.fullmatch(text) or text.lower().lstrip("+-") in ("nan", "inf", "infinity"):
         return float(text)
-    except ValueError:
-        pass
     if text.startswith(("[", "{")):
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return raw
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
     return raw
+
+
+def guard_panel_location() -> None:
+    """Let Panel's ``Location`` read any query: when ``panel.util.parse_query`` raises, each key
+    is read by :func:`parse_value` instead (which never raises). Idempotent."""
+    from panel.io import location
+
+    original = location.parse_query
+    if getattr(original, "_gpexplorer_guard", False):
+        return
+
+    def parse_query(query: str) -> dict:
+        try:
+            return original(query)
+        except Exception:  # noqa: BLE001 - any value a URL can hold must leave the page usable
+            return {key: parse_value(value) for key, value in urllib.parse.parse_qsl(query[1:])}
+
+    parse_query._gpexplorer_guard = True
+    location.parse_query = parse_query
+
+
+guard_panel_location()
 
 
 def _serialized(settings, name, value) -> str:
@@ -103,5 +206,19 @@ def query_of(settings, names, page_query: dict, keep=(), overrides=None) -> str:
 
 
 def describe(rejected: dict) -> str:
-    """One line naming every rejected key and why."""
-    return "ignored URL values: " + "; ".join(f"{key} ({reason})" for key, reason in rejected.items())
+    """One line naming every rejected key and why: each setting given a bad value, then the keys
+    that are not settings, at most ``MAX_NAMED`` of them by name and a count of the others (a URL
+    of 2,000 keys gives a badge of two lines)."""
+    unknown = [_key(key) for key, reason in rejected.items() if reason == NOT_A_SETTING]
+    parts = [f"{_key(key)} ({reason})" for key, reason in rejected.items() if reason != NOT_A_SETTING]
+    if len(unknown) == 1:
+        parts.append(f"{unknown[0]} ({NOT_A_SETTING})")
+    elif unknown:
+        more = f" and {len(unknown) - MAX_NAMED:,} more" if len(unknown) > MAX_NAMED else ""
+        parts.append(f"{', '.join(unknown[:MAX_NAMED])}{more} (not settings of this page)")
+    return "ignored URL values: " + "; ".join(parts)
+
+
+def _key(key: str) -> str:
+    """A key as the badge names it: at most 40 characters."""
+    return key if len(key) <= 40 else key[:37] + "..."
