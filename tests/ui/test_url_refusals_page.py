@@ -19,9 +19,6 @@ from bokeh_page import WATCH_DOCUMENT_JS, ConsoleErrors, assert_clean_log, open_
 VIEWPORT = {"width": 1024, "height": 768}
 LOAD_MS = 90_000  # a fresh server's first page also loads numba's cache; the black box fits at once
 FIT_MS = 120_000
-#: BokehJS "Size mismatch" page errors, thousands per fit on the black-box page with any URL, since
-#: 3ea5cb7 (figures share one row view); reported separately, not what these tests are about
-BLACK_BOX_KNOWN = ("Size mismatch",)
 MANY_KEYS = "&".join(f"k{i}=1" for i in range(2000))
 
 CASES = {
@@ -50,7 +47,7 @@ def open_page(page, url):
     """Open ``url`` at 1024x768; on the black-box page, wait for the fit it starts on loading."""
     page.set_viewport_size(VIEWPORT)
     page.set_default_timeout(LOAD_MS)
-    errors = ConsoleErrors(page, ignore=BLACK_BOX_KNOWN if "/black_box" in url else ())
+    errors = ConsoleErrors(page)
     open_app(page, url, timeout=LOAD_MS)
     page.evaluate(WATCH_DOCUMENT_JS)
     if "/black_box" in url:
