@@ -10,14 +10,11 @@ plain ``pn.extension()`` notebook, so it is shown to fail where Panel's defaults
 import json
 import pathlib
 import re
-import sys
 from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
+from notebook_kernel import execute
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "tests" / "notebooks" / "readme_snippet.ipynb"
@@ -73,24 +70,6 @@ def notebook_problems(nb):
                 if problems:
                     out.setdefault(f"cell {i}, {mime}", []).extend(problems)
     return out
-
-
-def execute(nb, tmp_path):
-    """Run ``nb`` in a fresh kernel of this interpreter (a kernelspec written to ``tmp_path``,
-    so no user-installed kernel can stand in for it)."""
-    spec_dir = tmp_path / "kernels" / "gpexplorer-venv"
-    spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "gpexplorer venv", "language": "python"}))
-    km = KernelManager(kernel_name="gpexplorer-venv",
-                       kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")]))
-    NotebookClient(nb, km=km, timeout=120, kernel_name="gpexplorer-venv",
-                   resources={"metadata": {"path": str(ROOT)}}).execute()
-    for i, cell in enumerate(nb.cells):
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        assert not errors, f"cell {i} raised {errors[0]['ename']}: {errors[0]['evalue']}"
-    return nb
 
 
 # the detector itself: caught where a resource comes from elsewhere, quiet where it does not ----
