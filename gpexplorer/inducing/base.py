@@ -24,7 +24,7 @@ import copy
 
 import numpy as np
 
-from gpexplorer.validation import MAX_MAGNITUDE, bounded
+from gpexplorer.validation import MAX_MAGNITUDE
 
 #: largest |angle| (radians) a feature's frequencies and phases may reach: beyond ~1e15 a float64
 #: step of the angle is a sizeable fraction of a turn (a full turn at 2.8e16), so cos(a +- b) is
