@@ -147,7 +147,7 @@ def assess(method, details, trace, max_iter, tau, exact_gradient, stopped=False,
         if not at_rest(history, tau):
             return {**out, "converged": False, "reason": "budget"}
         failed = bool(last["line_search_failed"])
-    elif method == "lbfgs":
+    elif method in ("lbfgs", "natgrad"):
         message = str(details.get("lbfgs_message", ""))
         change = _last_change(finite)
         out.update(last_change=change, last_change_per_iteration=change, iterations=max(len(trace) - 1, 0),

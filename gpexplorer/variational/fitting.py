@@ -58,12 +58,12 @@ import numpy as np
 from gpexplorer import _threads
 from gpexplorer.linalg import CholeskyError
 from gpexplorer.optimize import FAILED_OBJECTIVE, FitResult, Packer, TraceEntry
-from gpexplorer.variational import convergence, estimators, marginals
+from gpexplorer.variational import convergence, estimators, marginals, natural_gradients
 from gpexplorer.variational.elbo import MIN_VARIANCE
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.whitening import whitened_block
 
-METHODS = ("lbfgs", "block-lbfgs", "adam")
+METHODS = ("lbfgs", "block-lbfgs", "adam", "natgrad")
 BLOCKS = ("posterior", "hyperparameters", "likelihood")
 FAILURES = (CholeskyError, FloatingPointError, np.linalg.LinAlgError, ValueError)
 ADAM_BETAS = (0.9, 0.999)
@@ -384,7 +384,9 @@ def _one_run(model, packer, fixed_values, callback, method, max_iter, batch_size
     rec = Recorder(model, packer, fixed_values, callback)
     details, stopped = {}, False
     try:
-        if method == "adam":
+        if method == "natgrad":
+            _, nit, message = natural_gradients.run(model, ev, rec, x0, max_iter, tol, details)
+        elif method == "adam":
             _, nit, message = _run_adam(model, ev, rec, x0, max_iter, batch_size, learning_rate, trace_every, rng)
         else:
             _, nit, message = _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block, tol, details, whiten,

@@ -1,0 +1,257 @@
+"""Natural-gradient steps for a full-Gaussian q(u), and the fit that alternates them with
+L-BFGS-B over the hyperparameters, inducing inputs and likelihood parameters.
+
+Natural gradients (Amari 1998; Hensman, Fusi & Lawrence 2013; Salimbeni, Eleftheriadis &
+Hensman 2018). Per latent, q(v) = N(mu, Sigma) in whitened coordinates u = Lk v with
+Kuu + jitter I = Lk Lk^T, so the prior is p(v) = N(0, I). With natural parameters
+theta1 = Sigma^-1 mu, theta2 = -Sigma^-1 / 2 and expectation parameters eta1 = mu,
+eta2 = Sigma + mu mu^T, a natural-gradient step of size gamma is
+
+    theta <- theta + gamma dELBO/deta,
+    dELBO/deta1 = dELBO/dmu - 2 dELBO/dSigma mu,   dELBO/deta2 = dELBO/dSigma.
+
+The ELBO is ell + H[q] + E_q[log p(v)] (SAVIGP eq. 8, 18-20); with the entropy's
+dH/dSigma = Sigma^-1 / 2 and the prior's -mu, -I/2 the step becomes, with g = dell/dmu and
+G = dell/dSigma (symmetric), both from the expected log likelihood alone,
+
+    Sigma^-1 <- (1 - gamma) Sigma^-1 + gamma (I - 2 G)
+    theta1   <- (1 - gamma) theta1   + gamma (g - 2 G mu).
+
+For a Gaussian likelihood G = -A^T A / (2 sigma^2) and g = A^T (y - A mu) / sigma^2 with A the
+whitened projection, so one step of size 1 lands on the optimal q (the collapsed bound of
+Titsias 2009); for a log-concave likelihood -2 G is positive semi-definite and the precision
+stays positive. The whitened form keeps Kuu^-1 out of the update (I instead), which matters
+where Kuu is ill-conditioned. g and G come from :func:`gpexplorer.variational.marginals.backward`
+in the original coordinates (dell/dm, dell/dS) and are mapped by mu = Lk^-1 m, Sigma =
+Lk^-1 S Lk^-T: g = Lk^T dell/dm, G = Lk^T dell/dS Lk.
+
+Only the full Gaussian is covered. A mixture of K > 1 diagonal Gaussians is not an exponential
+family (its Fisher metric has no closed form, and SAVIGP's entropy for K > 1 is itself a bound,
+eq. 19), so no natural parameterisation gives these steps; those fits use L-BFGS-B or Adam.
+
+The fit (:func:`run`): L-BFGS-B over every free parameter but q (the optimiser core's joint
+strategy on the remaining entries); at each of its evaluations q(u) is first brought to its
+optimum for those values by natural-gradient steps (step 1 first, halved until the ELBO does not
+fall, doubled back after a success), warm-started from the previous evaluation's q. At a q that
+maximises the ELBO the partial gradient in the other parameters is the total one (the envelope
+theorem), so for a Gaussian likelihood the outer problem is exactly the collapsed bound's and
+L-BFGS-B converges as it does on the collapsed bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg as sla
+
+from gpexplorer.linalg import CholeskyError
+from gpexplorer.optimize import FAILED_OBJECTIVE
+from gpexplorer.variational import estimators
+from gpexplorer.variational.elbo import MIN_VARIANCE, marginal_moments
+
+#: largest number of natural-gradient steps on q per outer evaluation
+MAX_Q_STEPS = 50
+#: the q steps stop once a full step changes the ELBO by at most this many nats per data point
+#: (the ELBO's round-off is about 1e-11 per point on the bundled data sets)
+Q_TOLERANCE = 1e-10
+#: smallest step size tried before the q steps end (a step this short that still lowers the
+#: ELBO by more than the tolerance means the q at hand is as good as the round-off shows)
+MIN_STEP = 2.0 ** -10
+FAILURES = (CholeskyError, FloatingPointError, np.linalg.LinAlgError, ValueError)
+
+
+@dataclass
+class QGradient:
+    """What one natural-gradient step needs for one latent (whitened coordinates)."""
+
+    mu: np.ndarray  # [M] whitened mean Lk^-1 m
+    precision: np.ndarray  # [M, M] Sigma^-1
+    theta1: np.ndarray  # [M] Sigma^-1 mu
+    g: np.ndarray  # [M] dell/dmu
+    G: np.ndarray  # [M, M] dell/dSigma (symmetric)
+    Lk: np.ndarray  # [M, M] chol(Kuu + jitter I)
+
+
+def supports(model):
+    """None if natural-gradient fits apply to ``model``, else the reason they do not."""
+    post = model.posterior
+    if post.K != 1 or post.diagonal:
+        return ("natural gradients need a full-Gaussian q(u) (posterior='fg'): a mixture of diagonal Gaussians is "
+                "not an exponential family, so it has no natural parameters to step in")
+    if model.estimator == "score":
+        return ("natural gradients need the gradient of the objective they are judged by; the score estimator's "
+                "gradient is an unbiased estimate of a different value (use estimator='quadrature' or 'reparam')")
+    return None
+
+
+def q_gradients(model):
+    """Per latent, the :class:`QGradient` at the model's current q(u) and parameters."""
+    from gpexplorer.variational import marginals  # noqa: PLC0415 (marginals imports elbo's siblings)
+
+    post = model.posterior
+    lats, b, var = marginal_moments(model.X, model.kernels, model.features, post, model.jitter)
+    est = estimators.estimate(model.likelihood, b, np.maximum(var, MIN_VARIANCE), model.Y, model.estimator,
+                              eps=model.eps, n_points=model.n_points, control_variate=model.control_variate)
+    gb = est.dmean
+    gv = np.where(var > MIN_VARIANCE, est.dvar, 0.0)
+    out = []
+    for j, lat in enumerate(lats):
+        dm, dS, *_ = marginals.backward(lat, post.means[j], False, gb[:, :, j], gv[:, :, j])
+        Lk = lat.L
+        m = post.means[j][0]
+        Lv = sla.solve_triangular(Lk, post.factor(j), lower=True, check_finite=False)  # chol of Sigma
+        mu = sla.solve_triangular(Lk, m, lower=True, check_finite=False)
+        Linv = sla.solve_triangular(Lv, np.eye(len(mu)), lower=True, check_finite=False)
+        precision = Linv.T @ Linv
+        dS = np.asarray(dS[0], dtype=float)
+        G = Lk.T @ (0.5 * (dS + dS.T)) @ Lk
+        out.append(QGradient(mu=mu, precision=precision, theta1=precision @ mu, g=Lk.T @ dm[0], G=G, Lk=Lk))
+    return out
+
+
+def natural_step(grad: QGradient, gamma):
+    """(m, L_S) in the original coordinates after a step of size ``gamma`` (module docstring);
+    raises numpy's LinAlgError when the new precision is not positive definite."""
+    M = len(grad.mu)
+    precision = (1.0 - gamma) * grad.precision + gamma * (np.eye(M) - 2.0 * grad.G)
+    theta1 = (1.0 - gamma) * grad.theta1 + gamma * (grad.g - 2.0 * grad.G @ grad.mu)
+    R = np.linalg.cholesky(0.5 * (precision + precision.T))  # Sigma^-1 = R R^T
+    mu = sla.cho_solve((R, True), theta1, check_finite=False)
+    # Sigma = R^-T R^-1; its lower Cholesky factor, then L_S = Lk chol(Sigma)
+    Rinv = sla.solve_triangular(R, np.eye(M), lower=True, check_finite=False)
+    chol_sigma = np.linalg.cholesky(Rinv.T @ Rinv)
+    return grad.Lk @ mu, grad.Lk @ chol_sigma
+
+
+class QUpdater:
+    """Brings q(u) to its optimum for the model's other parameters by natural-gradient steps;
+    remembers the last accepted step size between calls."""
+
+    def __init__(self, model, value_of):
+        self.model = model
+        self.value_of = value_of  # () -> ELBO at the model's current state (nan where it fails)
+        self.gamma = 1.0
+        self.n_steps = 0
+        self.n_rejected = 0
+
+    def _candidate(self, grads, gamma):
+        post = self.model.posterior.copy()
+        moves = [natural_step(g, gamma) for g in grads]
+        post.set_moments([mv[0] for mv in moves], [mv[1] for mv in moves])
+        return post.free.copy()
+
+    def optimise(self, max_steps=MAX_Q_STEPS):
+        """Natural-gradient steps until a step of size >= 1/2 changes the ELBO by at most
+        Q_TOLERANCE nats per data point (a step that lowers it by more is halved, down to
+        MIN_STEP); returns the ELBO there (the model is left at that q)."""
+        model = self.model
+        value = self.value_of()
+        tol = Q_TOLERANCE * model.X.shape[0]
+        self.gamma = min(1.0, 4.0 * self.gamma)  # a step cut at the last parameters may fit these
+        for _ in range(int(max_steps)):
+            try:
+                grads = q_gradients(model)
+            except FAILURES:
+                return value
+            start = model.posterior.free.copy()
+            gamma, accepted = self.gamma, None
+            while gamma >= MIN_STEP:
+                try:
+                    model.posterior.set_free(self._candidate(grads, gamma))
+                    new = self.value_of()
+                except FAILURES:
+                    new = np.nan
+                if np.isfinite(new) and (not np.isfinite(value) or new >= value - tol):
+                    accepted = new
+                    break
+                model.posterior.set_free(start)
+                self.n_rejected += 1
+                gamma *= 0.5
+            if accepted is None:
+                return value
+            self.n_steps += 1
+            # a cut step's small gain says little about how far the optimum is
+            converged = np.isfinite(value) and abs(accepted - value) <= tol and gamma >= 0.5
+            self.gamma = min(1.0, 2.0 * gamma)
+            value = accepted
+            if converged:
+                break
+        return value
+
+
+def run(model, ev, rec, x0, max_iter, tol, details):
+    """Maximise the ELBO from ``x0`` (the packed vector of ``ev.packer``, q(u) included): L-BFGS-B
+    over the entries other than q, q brought to its optimum by :class:`QUpdater` at each
+    evaluation (module docstring). ``ev``/``rec``: the fit's evaluator and trace recorder
+    (:mod:`gpexplorer.variational.fitting`). Returns (x at the best point, iterations, message)."""
+    from scipy.optimize import minimize
+
+    reason = supports(model)
+    if reason is not None:
+        raise ValueError(reason)
+    packer = ev.packer
+    if "posterior" not in packer.names:
+        raise ValueError("natural gradients move q(u); it cannot be fixed (fixed=('posterior',))")
+    start = 0
+    for name in packer.names:
+        if name == "posterior":
+            post = np.arange(start, start + packer.sizes[name])
+        start += packer.sizes[name]
+    rest = np.setdiff1d(np.arange(x0.size), post)
+    updater = QUpdater(model, lambda: _elbo_value(model))
+    x = x0.copy()
+    ev.assign(x)
+    updater.optimise()
+    x[post] = model.posterior.free
+    F, _, terms = ev.at(x)
+    rec.record(x, F, terms)
+    full_of = {}
+
+    def full_x(xb):
+        full = x.copy()
+        full[rest] = xb
+        ev.assign(full)
+        updater.optimise()
+        full[post] = model.posterior.free
+        return full
+
+    def fun(xb):
+        full = full_x(xb)
+        full_of[xb.tobytes()] = full
+        F, g, _ = ev.at(full)
+        if F < FAILED_OBJECTIVE:
+            x[post] = full[post]  # the next evaluation starts from this q
+        return F, g[rest]
+
+    def on_iterate(xb):
+        full = full_of.get(xb.tobytes())
+        if full is None:
+            full = full_x(xb)
+        F, _, terms = ev.at(full)
+        rec.record(full, F, terms)
+
+    nit, message = 0, "q(u) at its optimum (nothing else to optimise)"
+    if rest.size:
+        options = {"maxiter": int(max_iter), "maxfun": 15000}
+        if tol is not None:
+            options.update(ftol=tol, gtol=tol)
+        bounds = [ev.bounds[i] for i in rest]
+        res = minimize(fun, x0[rest], jac=True, method="L-BFGS-B", bounds=bounds, callback=on_iterate,
+                       options=options)
+        nit, message = int(res.nit), str(res.message)
+    details["lbfgs_message"] = message
+    details["natural_gradient"] = {"q_steps": updater.n_steps, "rejected_steps": updater.n_rejected,
+                                   "step_size": updater.gamma}
+    return ev.best[1].copy(), nit, message
+
+
+def _elbo_value(model):
+    try:
+        value = model.evaluate(eval_gradient=False).value
+    except FAILURES:
+        return np.nan
+    return float(value) if np.isfinite(value) else np.nan
+
+
+__all__ = ["MAX_Q_STEPS", "Q_TOLERANCE", "QGradient", "QUpdater", "natural_step", "q_gradients", "run", "supports"]
