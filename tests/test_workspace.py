@@ -284,39 +284,40 @@ def test_jitted_functions_take_few_arguments_and_return_short_tuples(module):
 
 
 def test_former_flat_signatures_still_answer():
-    """stationary_grads / periodic_grads keep their positional form for the kernel modules."""
+    """periodic_grads keeps its positional form for the kernel module (stationary_grads, 11
+    positional arguments, is gone: the stationary kernels call stationary_contract)."""
     X, _, Z = problem(N=40, M=5)
     ls = np.array([0.8])
-    K = kl.stationary_K(kl.SE, Z / ls, X / ls, 1.3, 1.0)
-    dK = np.random.default_rng(0).normal(size=K.shape)
-    old = kl.stationary_grads(kl.SE, Z / ls, X / ls, K, dK, np.empty(0), np.empty(0), 1.3, ls, 1.0, False)
-    new = kl.stationary_contract(kl.stationary_params(kl.SE, 1.3, ls, 1.0), Z / ls, X / ls, K,
-                                 kl.PairWeights(dK, np.empty(0), np.empty(0)), False)
-    assert old.variance == new.variance and old.dX2.shape == (40, 1) and new.dX2.shape == (0, 1)
+    dK = np.random.default_rng(0).normal(size=(5, 40))
+    assert not hasattr(kl, "stationary_grads")
     dvar, dl, dper, dX1, dX2 = kl.periodic_grads(Z, X, kl.periodic_K(Z, X, 1.0, ls, 2.0), dK, 1.0, ls, 2.0)
     assert np.isfinite(dvar) and dX1.shape == (5, 1) and dX2.shape == (40, 1)
 
 
 # ---------------------------------------------------------------------------------------------
-# the lean L-BFGS-B driver against scipy's own minimize loop
+# the fit driver against a plain scipy.optimize.minimize run on the same objective
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("approximation", ["vfe", "fitc"])
-def test_lean_driver_follows_scipy_minimize(approximation, monkeypatch):
-    if optimize._setulb() is None:
-        pytest.skip("this scipy has no setulb of the 1.15+ form: fit already uses minimize")
+def test_fit_follows_scipy_minimize(approximation):
+    from scipy.optimize import minimize
+
     X, y, Z = problem(N=60, M=6)
     base = models.SparseGPR(X, y, kernel("se", 1), Z=Z, approximation=approximation, noise_variance=0.5)
     base.set_bounds(noise_variance=(0.2, 10.0))  # the noise runs into this bound
     lean = base.copy().fit(max_iter=80)
-    monkeypatch.setattr(optimize, "_setulb", lambda: None)
-    plain = base.copy().fit(max_iter=80)
-    assert lean.n_iter == plain.n_iter and lean.message == plain.message and lean.success == plain.success
-    assert len(lean.trace) == len(plain.trace)
-    for a, b in zip(lean.trace, plain.trace):
-        assert a.objective == pytest.approx(b.objective, rel=1e-12, abs=1e-12)
-    assert lean.objective == pytest.approx(plain.objective, rel=1e-12)
+    probe = base.copy()
+    packer = optimize.Packer(probe.parameter_specs, probe.parameters)
+    objective = optimize.ModelObjective(probe, packer, 0)
+    seen = []
+    plain = minimize(objective, packer.pack(probe.parameters), jac=True, method="L-BFGS-B", bounds=packer.bounds,
+                     callback=lambda xk: seen.append(objective(xk)[0]), options={"maxiter": 80})
+    assert lean.n_iter == plain.nit and lean.message == plain.message and lean.success == plain.success
+    assert len(lean.trace) == len(seen) + 1
+    for a, b in zip(lean.trace[1:], seen):
+        assert a.objective == pytest.approx(b, rel=1e-12, abs=1e-12)
+    assert lean.objective == pytest.approx(min(seen + [lean.trace[0].objective]), rel=1e-12)
     assert min(e.params["noise_variance"] for e in lean.trace) == pytest.approx(0.2, rel=1e-9)
 
 
