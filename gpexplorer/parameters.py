@@ -104,7 +104,7 @@ class KernelAndNoise:
 
     @property
     def parameters(self) -> dict:
-        p = dict(self.kernel.params)
+        p = dict(self.kernel.parameters)
         p[NOISE] = self.noise_variance
         return p
 
@@ -136,7 +136,7 @@ class KernelAndNoise:
         if NOISE in params:
             self.noise_variance = positive(NOISE, params.pop(NOISE), allow_array=False)
         if params:
-            self.kernel.set_params(**params)
+            self.kernel.set_parameters(**params)
         return self
 
     def assign_parameters(self, values: dict):

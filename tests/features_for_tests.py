@@ -36,7 +36,7 @@ SPREAD_BOUNDS = (1e-2, 1e2)
 class ShiftedPoints(InducingFeature):
     """u_m = f(c_m + offset): ``centres`` [M, D] move, ``offset`` [D] is fixed."""
 
-    parameter_names = ("centres",)
+    param_names = ("centres",)
 
     def __init__(self, centres, offset=0.0):
         centres = self._checked("centres", centres)
@@ -69,7 +69,7 @@ class ShiftedPoints(InducingFeature):
 class ScaledPoints(InducingFeature):
     """u_m = f(spread * a_m): ``anchors`` [M, D] (real) and ``spread`` > 0 (log scale) both move."""
 
-    parameter_names = ("anchors", "spread")
+    param_names = ("anchors", "spread")
 
     def __init__(self, anchors, spread=1.0):
         anchors = self._checked("anchors", anchors)
@@ -87,10 +87,10 @@ class ScaledPoints(InducingFeature):
             raise ValueError(f"spread must be a positive finite number; got {value!r}")
         return value
 
-    def set_params(self, **values):
+    def set_parameters(self, **values):
         if "spread" in values:
             self.spread = self._checked_spread(values.pop("spread"))
-        return super().set_params(**values)
+        return super().set_parameters(**values)
 
     def assign_unchecked(self, values):
         values = dict(values)
@@ -99,7 +99,7 @@ class ScaledPoints(InducingFeature):
         return super().assign_unchecked(values)
 
     @property
-    def params(self):
+    def parameters(self):
         return {"anchors": self.anchors.copy(), "spread": float(self.spread)}
 
     @property

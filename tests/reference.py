@@ -473,4 +473,4 @@ def ref_K(kernel, X1, X2):
         for k in kernel.kernels[1:]:
             out = out * ref_K(k, X1, X2)
         return out
-    return ref_kernel(LIBRARY_KERNEL_NAMES[kind], X1, X2, **kernel.params)
+    return ref_kernel(LIBRARY_KERNEL_NAMES[kind], X1, X2, **kernel.parameters)

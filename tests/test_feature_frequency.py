@@ -270,8 +270,8 @@ def _dim(key):
 
 
 def _set(kernel, feature, name, value):
-    target = feature if name in feature.parameter_names else kernel
-    target.set_params(**{name: value if np.ndim(value) else float(value)})
+    target = feature if name in feature.param_names else kernel
+    target.set_parameters(**{name: value if np.ndim(value) else float(value)})
 
 
 @pytest.mark.parametrize("kind", ["frequency", "time-frequency"])
@@ -289,8 +289,8 @@ def test_gradient_contraction_matches_finite_differences(kind, kkey):
         return float(np.sum(W1 * covariances.Kuu(f, k)) + np.sum(W2 * covariances.Kuf(f, k, X)))
 
     g_kernel, g_feature = covariances.gradients(feature, kernel, X, W1, W2)
-    assert set(g_kernel) == {"variance", "lengthscale"} and set(g_feature) == set(feature.parameter_names)
-    values = {**kernel.params, **feature.params}
+    assert set(g_kernel) == {"variance", "lengthscale"} and set(g_feature) == set(feature.param_names)
+    values = {**kernel.parameters, **feature.parameters}
     grads = {**g_kernel, **g_feature}
     for name, value in values.items():
         assert np.shape(grads[name]) == np.shape(value), name
@@ -377,7 +377,7 @@ def test_sparse_gpr_fits_and_predicts(kind, approximation):
     Xs = np.linspace(-3, 3, 11)[:, None]
     mean, var = m.predict_y(Xs)
     assert mean.shape == (11,) and np.all(np.isfinite(mean)) and np.all(var > 0)
-    assert set(m.parameters) >= set(f.parameter_names) and np.all(m.inducing.delta > 0)
+    assert set(m.parameters) >= set(f.param_names) and np.all(m.inducing.delta > 0)
 
 
 def test_fit_moves_every_feature_parameter_and_restarts():
@@ -386,11 +386,11 @@ def test_fit_moves_every_feature_parameter_and_restarts():
                   noise_variance=0.3)
     start = m.inducing.copy()
     m.fit(max_iter=30, restarts=1, seed=0)
-    for n in start.parameter_names:
+    for n in start.param_names:
         assert not np.allclose(getattr(start, n), getattr(m.inducing, n)), n
     m2 = SparseGPR(X, y, SquaredExponential(), Z=start.copy(), noise_variance=0.3)
     m2.fit(max_iter=10, fixed=("inducing",))
-    for n in start.parameter_names:
+    for n in start.param_names:
         np.testing.assert_array_equal(getattr(start, n), getattr(m2.inducing, n))
 
 
@@ -414,7 +414,7 @@ def test_variants_locations_and_from_data():
         assert len(both) == len(f) + 2
         np.testing.assert_array_equal(both.locations[-2:], np.ones((2, 2)))
         restart = f.restart_from(X, np.random.default_rng(1))
-        assert set(restart) <= set(f.parameter_names)
+        assert set(restart) <= set(f.param_names)
         for n, v in restart.items():
             assert np.shape(v) == np.shape(getattr(f, n))
         assert repr(f).startswith(type(f).__name__)
@@ -434,8 +434,8 @@ def test_bad_inputs_are_refused_with_clear_messages():
         ("delta must have shape", lambda: TimeFrequency(np.zeros((3, 2)), None, 0.0, [1.0, 2.0, 3.0])),
         ("M >= 1", lambda: Frequency(np.zeros((0, 1)))),
         ("numeric", lambda: Frequency([["a"]])),
-        ("delta must be positive", lambda: f.set_params(delta=np.array([-0.5]))),
-        ("keep shape", lambda: f.set_params(omega=np.ones((3, 1)))),
+        ("delta must be positive", lambda: f.set_parameters(delta=np.array([-0.5]))),
+        ("keep shape", lambda: f.set_parameters(omega=np.ones((3, 1)))),
         ("shared", lambda: f.concatenate(TimeFrequency(np.zeros((1, 1)), None, 0.0, 2.0))),
         ("X must have shape", lambda: covariances.Kuf(f, SquaredExponential(), np.zeros((4, 2)))),
         ("dimension", lambda: SparseGPR(np.zeros((5, 2)), np.zeros(5), SquaredExponential(), Z=f)),

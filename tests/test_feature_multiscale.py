@@ -133,12 +133,12 @@ def test_gradient_contraction_matches_finite_differences(kkey):
 
     g_kernel, g_feature = covariances.gradients(feature, kernel, X, W1, W2)
     grads = {**g_kernel, **g_feature}
-    for name, value in {**kernel.params, **feature.params}.items():
+    for name, value in {**kernel.parameters, **feature.parameters}.items():
         assert np.shape(grads[name]) == np.shape(value), name
 
         def at(v, name=name):
             k, f = kernel.copy(), feature.copy()
-            (f if name in f.parameter_names else k).set_params(**{name: v if np.ndim(value) else float(v)})
+            (f if name in f.param_names else k).set_parameters(**{name: v if np.ndim(value) else float(v)})
             return L(k, f)
 
         reference.check_grad_close(grads[name], reference.numerical_grad(at, value), rtol=1e-6, atol=1e-8)
@@ -299,11 +299,11 @@ def test_bad_input_is_refused_with_a_clear_message(args, message):
 def test_bad_updates_and_inputs_are_refused():
     f = Multiscale(np.zeros((2, 2)), 0.5)
     with pytest.raises(ValueError, match="positive"):
-        f.set_params(delta=np.array([[0.5, 0.5], [0.0, 0.5]]))
+        f.set_parameters(delta=np.array([[0.5, 0.5], [0.0, 0.5]]))
     with pytest.raises(ValueError, match="NaN"):
-        f.set_params(mu=np.array([[0.0, np.nan], [0.0, 0.0]]))
+        f.set_parameters(mu=np.array([[0.0, np.nan], [0.0, 0.0]]))
     with pytest.raises(ValueError, match="shape"):
-        f.set_params(mu=np.zeros((3, 2)))
+        f.set_parameters(mu=np.zeros((3, 2)))
     with pytest.raises(ValueError, match="dimension"):
         covariances.Kuf(f, SquaredExponential(), np.zeros((4, 3)))
     with pytest.raises(ValueError, match="Multiscale"):

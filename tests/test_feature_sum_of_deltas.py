@@ -104,11 +104,11 @@ def test_contraction_with_the_rank_one_form_matches_finite_differences(kname, D)
     def L(feature, kernel):
         return np.sum(W1 * covariances.Kuu(feature, kernel)) + np.sum(W * covariances.Kuf(feature, kernel, X))
 
-    for name, x in f.params.items():
-        num = reference.numerical_grad(lambda v, name=name: L(f.copy().set_params(**{name: v}), k), x)
+    for name, x in f.parameters.items():
+        num = reference.numerical_grad(lambda v, name=name: L(f.copy().set_parameters(**{name: v}), k), x)
         reference.check_grad_close(gf[name], num, rtol=1e-6, atol=1e-8)
-    for name, x in k.params.items():
-        num = reference.numerical_grad(lambda v, name=name, x=x: L(f, k.copy().set_params(
+    for name, x in k.parameters.items():
+        num = reference.numerical_grad(lambda v, name=name, x=x: L(f, k.copy().set_parameters(
             **{name: v if np.ndim(x) else float(v)})), x)
         reference.check_grad_close(gk[name], num, rtol=1e-6, atol=1e-8)
 
@@ -123,7 +123,7 @@ def test_one_delta_per_member_is_an_inducing_point(approximation):
     (va, ga), (vb, gb) = a.log_marginal_likelihood(True), b.log_marginal_likelihood(True)
     assert va == pytest.approx(vb, rel=1e-12)
     np.testing.assert_allclose(ga["Z"][:, 0, :], gb["Z"], rtol=1e-9, atol=1e-12)
-    assert a.inducing.parameter_names == ("Z",)
+    assert a.inducing.param_names == ("Z",)
 
 
 @pytest.mark.parametrize("approximation", APPROXIMATIONS)
@@ -267,14 +267,14 @@ def test_from_data_refuses_a_bad_number_of_deltas(C):
         SumOfDeltas.from_data(X, 3, SquaredExponential(), C=C)
 
 
-def test_set_params_keeps_shapes_and_refuses_nan():
+def test_set_parameters_keeps_shapes_and_refuses_nan():
     f = random_feature(np.random.default_rng(0), 3, 2, 1)
     with pytest.raises(ValueError, match="keep shape"):
-        f.set_params(Z=np.zeros((3, 3, 1)))
+        f.set_parameters(Z=np.zeros((3, 3, 1)))
     with pytest.raises(ValueError, match="NaN"):
-        f.set_params(w=np.full((3, 1), np.nan))
+        f.set_parameters(w=np.full((3, 1), np.nan))
     with pytest.raises(ValueError, match="no parameter"):
-        f.set_params(weights=np.ones((3, 2)))  # the first weight is not a parameter
+        f.set_parameters(weights=np.ones((3, 2)))  # the first weight is not a parameter
 
 
 def test_remembered_kernel_matrices_follow_every_change():
@@ -285,8 +285,8 @@ def test_remembered_kernel_matrices_follow_every_change():
     first = covariances.Kuf(f, k, X).copy()
     X[0, 0] += 0.5  # same array, same address, new values
     assert not np.allclose(covariances.Kuf(f, k, X), first)
-    k.set_params(lengthscale=0.9)
-    g = f.copy().set_params(Z=f.Z + 0.1)
+    k.set_parameters(lengthscale=0.9)
+    g = f.copy().set_parameters(Z=f.Z + 0.1)
     for feature, kernel in ((f, k), (g, k)):
         fresh = SumOfDeltas(feature.Z.copy(), feature.weights)  # nothing remembered
         np.testing.assert_allclose(covariances.Kuf(feature, kernel, X), covariances.Kuf(fresh, kernel, X), rtol=1e-14)

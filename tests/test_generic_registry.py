@@ -43,7 +43,7 @@ APPROXIMATIONS = ("sor", "dtc", "fitc", "vfe")
 def registry_kernel(name):
     """KERNELS[name] built with its defaults, then given distinct scalar values."""
     kernel = KERNELS[name]()
-    kernel.set_params(**{n: 0.9 + 0.35 * i for i, n in enumerate(kernel.param_names)})
+    kernel.set_parameters(**{n: 0.9 + 0.35 * i for i, n in enumerate(kernel.param_names)})
     return kernel
 
 
@@ -135,14 +135,14 @@ def test_covariances_shapes_symmetry_and_joint_psd(kernel_name, feature_name):
 
 
 def _feature_params(feature):
-    return {n: np.asarray(v, dtype=float) for n, v in feature.params.items()}
+    return {n: np.asarray(v, dtype=float) for n, v in feature.parameters.items()}
 
 
 def _set(kernel, feature, name, value):
-    if name in feature.parameter_names:
-        feature.set_params(**{name: value if np.ndim(value) else float(value)})
+    if name in feature.param_names:
+        feature.set_parameters(**{name: value if np.ndim(value) else float(value)})
     else:
-        kernel.set_params(**{name: value if np.ndim(value) else float(value)})
+        kernel.set_parameters(**{name: value if np.ndim(value) else float(value)})
 
 
 @pytest.mark.parametrize("kernel_name,feature_name", PAIRS)
@@ -160,8 +160,8 @@ def test_gradient_contraction_matches_finite_differences(kernel_name, feature_na
 
     g_kernel, g_feature = covariances.gradients(feature, kernel, X, W1, W2)
     assert set(g_kernel) == set(kernel.param_names)
-    assert set(g_feature) == set(feature.parameter_names)
-    values = {**kernel.params, **_feature_params(feature)}
+    assert set(g_feature) == set(feature.param_names)
+    values = {**kernel.parameters, **_feature_params(feature)}
     grads = {**g_kernel, **g_feature}
     for name, value in values.items():
         assert np.shape(grads[name]) == np.shape(value), name

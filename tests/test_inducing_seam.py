@@ -270,7 +270,7 @@ def test_gradients_match_finite_differences(feature, kind, approximation, object
     value, grads = getattr(m, objective)(eval_gradient=True)
     assert value == pytest.approx(getattr(m, objective)(), rel=1e-12)
     assert set(grads) == set(m.parameters)
-    assert set(m.inducing.parameter_names) <= set(grads)
+    assert set(m.inducing.param_names) <= set(grads)
     for name in m.parameters:
         numeric = fd_gradient(m, lambda probe: getattr(probe, objective)(), name)
         reference.check_grad_close(grads[name], numeric, rtol=2e-5, atol=1e-6)
@@ -480,7 +480,7 @@ def test_parameter_key_tells_features_apart():
     a, _ = _parameter_sets(0.4)
     assert comparison.parameter_key(a) == comparison.parameter_key(a.copy())
     moved = a.copy()
-    moved.inducing.set_params(centres=moved.inducing.centres + 0.1)
+    moved.inducing.set_parameters(centres=moved.inducing.centres + 0.1)
     assert comparison.parameter_key(moved) != comparison.parameter_key(a)
 
 

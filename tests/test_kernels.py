@@ -170,17 +170,17 @@ def _fd_param_grad(kernel, name, fun):
 
     def f(v):
         kk = kernel.copy()
-        kk.set_params(**{name: v if np.ndim(v) else float(v)})
+        kk.set_parameters(**{name: v if np.ndim(v) else float(v)})
         return fun(kk)
 
-    return reference.numerical_grad(f, np.asarray(kernel.params[name], dtype=float))
+    return reference.numerical_grad(f, np.asarray(kernel.parameters[name], dtype=float))
 
 
 def _check_all_params(kernel, analytic, fun):
     assert set(analytic) == set(kernel.param_names), (sorted(analytic), kernel.param_names)
     for name in kernel.param_names:
         a = np.asarray(analytic[name], dtype=float)
-        assert a.shape == np.shape(kernel.params[name]), f"{name}: gradient shape {a.shape}"
+        assert a.shape == np.shape(kernel.parameters[name]), f"{name}: gradient shape {a.shape}"
         num = _fd_param_grad(kernel, name, fun)
         try:
             reference.check_grad_close(a, num, rtol=1e-5, atol=1e-7)
@@ -257,16 +257,16 @@ def test_grad_zero_dL_gives_zero(case):
 def test_params_roundtrip_and_copy_is_independent(name):
     k = KERNELS[name](**BASE_PARAMS[name])
     for p, v in BASE_PARAMS[name].items():
-        assert k.params[p] == pytest.approx(v)
+        assert k.parameters[p] == pytest.approx(v)
     c = k.copy()
-    c.set_params(variance=5.0)
-    assert k.params["variance"] == pytest.approx(BASE_PARAMS[name]["variance"])
-    assert c.params["variance"] == 5.0
+    c.set_parameters(variance=5.0)
+    assert k.parameters["variance"] == pytest.approx(BASE_PARAMS[name]["variance"])
+    assert c.parameters["variance"] == 5.0
     # params returns copies: mutating an ARD array from params must not change the kernel
     ka = KERNELS[name](**make_params(name, 3, True))
-    arr = ka.params[ARD_PARAM[name]]
+    arr = ka.parameters[ARD_PARAM[name]]
     arr[:] = 99.0
-    assert not np.any(ka.params[ARD_PARAM[name]] == 99.0)
+    assert not np.any(ka.parameters[ARD_PARAM[name]] == 99.0)
 
 
 BAD_VALUES = [
@@ -288,9 +288,9 @@ def test_bad_hyperparameters_raise(name, bad, msg):
             KERNELS[name](**params)
         k = KERNELS[name](**BASE_PARAMS[name])
         with pytest.raises(ValueError, match=f"{pname}.*{msg}"):
-            k.set_params(**{pname: bad})
-        # a failed set_params leaves the old value in place
-        assert k.params[pname] == pytest.approx(BASE_PARAMS[name][pname])
+            k.set_parameters(**{pname: bad})
+        # a failed set_parameters leaves the old value in place
+        assert k.parameters[pname] == pytest.approx(BASE_PARAMS[name][pname])
 
 
 @pytest.mark.parametrize("bad,msg", BAD_VALUES, ids=["zero", "negative", "nan", "inf", "-inf"])
@@ -351,23 +351,23 @@ def test_non_ard_parameter_rejects_array(name):
 def test_unknown_parameter_name_raises(name):
     k = KERNELS[name]()
     with pytest.raises(ValueError, match="no parameter 'lenghtscale'"):
-        k.set_params(lenghtscale=1.0)
+        k.set_parameters(lenghtscale=1.0)
 
 
 def test_combination_parameter_names_and_errors():
     k = KERNELS["se"](variance=2.0, lengthscale=0.5) + KERNELS["linear"](variance=0.3)
     assert isinstance(k, Sum)
     assert k.param_names == ("0.variance", "0.lengthscale", "1.variance")
-    assert k.params == {"0.variance": 2.0, "0.lengthscale": 0.5, "1.variance": 0.3}
-    k.set_params(**{"1.variance": 0.7})
+    assert k.parameters == {"0.variance": 2.0, "0.lengthscale": 0.5, "1.variance": 0.3}
+    k.set_parameters(**{"1.variance": 0.7})
     assert k.kernels[1].variance == 0.7
     for bad in ("2.variance", "variance", "x.variance"):
         with pytest.raises(ValueError, match="no parameter"):
-            k.set_params(**{bad: 1.0})
+            k.set_parameters(**{bad: 1.0})
     with pytest.raises(ValueError, match="no parameter 'foo'"):
-        k.set_params(**{"0.foo": 1.0})
+        k.set_parameters(**{"0.foo": 1.0})
     with pytest.raises(ValueError, match="0.lengthscale.*positive|lengthscale.*positive"):
-        k.set_params(**{"0.lengthscale": -1.0})
+        k.set_parameters(**{"0.lengthscale": -1.0})
     p = KERNELS["se"]() * KERNELS["periodic"]()
     assert isinstance(p, Product)
     assert p.param_names == ("0.variance", "0.lengthscale", "1.variance", "1.lengthscale", "1.period")

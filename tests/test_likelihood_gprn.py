@@ -113,8 +113,8 @@ def test_dlog_density_dvariance_matches_finite_differences():
     d = lik.dlog_density_dparams(F, Y)
     assert set(d) == {"variance"} and d["variance"].shape == (2, 4)
     h = 1e-6
-    up = lik.copy().set_params(variance=0.8 + h).log_density(F, Y)
-    down = lik.copy().set_params(variance=0.8 - h).log_density(F, Y)
+    up = lik.copy().set_parameters(variance=0.8 + h).log_density(F, Y)
+    down = lik.copy().set_parameters(variance=0.8 - h).log_density(F, Y)
     np.testing.assert_allclose(d["variance"], (up - down) / (2 * h), rtol=1e-6, atol=1e-8)
 
 
@@ -149,8 +149,8 @@ def test_exact_expected_log_density_derivatives_match_finite_differences():
         fd_v = (lik.expected_log_density_exact(m, v + E, Y).value - lik.expected_log_density_exact(m, v - E, Y).value)
         np.testing.assert_allclose(ex.dmean[:, q], fd_m / (2 * h), rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(ex.dvar[:, q], fd_v / (2 * h), rtol=1e-6, atol=1e-7)
-    up = lik.copy().set_params(variance=0.35 + h).expected_log_density_exact(m, v, Y).value
-    down = lik.copy().set_params(variance=0.35 - h).expected_log_density_exact(m, v, Y).value
+    up = lik.copy().set_parameters(variance=0.35 + h).expected_log_density_exact(m, v, Y).value
+    down = lik.copy().set_parameters(variance=0.35 - h).expected_log_density_exact(m, v, Y).value
     np.testing.assert_allclose(ex.dparams["variance"], (up - down) / (2 * h), rtol=1e-6)
 
 
@@ -225,7 +225,7 @@ def test_bad_latents_options_and_parameters_are_refused():
             GPRN(variance=bad)
     spec = lik.parameter_specs["variance"]
     assert isinstance(spec, Parameter) and spec.transform == "log" and set(lik.parameter_specs) == {"variance"}
-    assert lik.copy().set_params(variance=2.0).variance == 2.0 and lik.variance == 1.0
+    assert lik.copy().set_parameters(variance=2.0).variance == 2.0 and lik.variance == 1.0
 
 
 def test_registry_name_and_options():

@@ -126,7 +126,7 @@ def test_dlog_density_dparams_matches_finite_differences(name):
     if name in CONTINUOUS:
         assert "variance" in grads
     h = 1e-6
-    for pname, value in lik.params.items():
+    for pname, value in lik.parameters.items():
         value = np.atleast_1d(np.asarray(value, dtype=float))
         g = grads[pname].reshape(F.shape[0], -1)
         assert g.shape[1] == value.size
@@ -134,9 +134,9 @@ def test_dlog_density_dparams_matches_finite_differences(name):
             up, down = value.copy(), value.copy()
             up[i] += h
             down[i] -= h
-            shape = np.shape(lik.params[pname])
-            fd = (lik.copy().set_params(**{pname: up.reshape(shape)}).log_density(F, Y)
-                  - lik.copy().set_params(**{pname: down.reshape(shape)}).log_density(F, Y)) / (2 * h)
+            shape = np.shape(lik.parameters[pname])
+            fd = (lik.copy().set_parameters(**{pname: up.reshape(shape)}).log_density(F, Y)
+                  - lik.copy().set_parameters(**{pname: down.reshape(shape)}).log_density(F, Y)) / (2 * h)
             np.testing.assert_allclose(g[:, i], fd, rtol=1e-6, atol=1e-7, err_msg=f"{pname}[{i}]")
 
 
@@ -249,16 +249,16 @@ def test_expected_log_density_derivatives_match_finite_differences(name):
         fd_var = (value(v=var + e) - value(v=var - e)) / (2 * h)
         np.testing.assert_allclose(out.dmean[:, q], fd_mean, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(out.dvar[:, q], fd_var, rtol=1e-6, atol=1e-7)
-    for pname, p in lik.params.items():
+    for pname, p in lik.parameters.items():
         p = np.atleast_1d(np.asarray(p, dtype=float))
         g = out.dparams[pname].reshape(4, -1)
         for i in range(p.size):
             up, down = p.copy(), p.copy()
             up[i] += h
             down[i] -= h
-            shape = np.shape(lik.params[pname])
-            fd = (value(model=lik.copy().set_params(**{pname: up.reshape(shape)}))
-                  - value(model=lik.copy().set_params(**{pname: down.reshape(shape)}))) / (2 * h)
+            shape = np.shape(lik.parameters[pname])
+            fd = (value(model=lik.copy().set_parameters(**{pname: up.reshape(shape)}))
+                  - value(model=lik.copy().set_parameters(**{pname: down.reshape(shape)}))) / (2 * h)
             np.testing.assert_allclose(g[:, i], fd, rtol=1e-6, atol=1e-7, err_msg=f"{pname}[{i}]")
 
 
@@ -325,29 +325,29 @@ def test_bad_latent_values_and_parameters_are_refused():
     with pytest.raises(ValueError, match="3 entries"):
         WarpedGaussian(c=(1.0, 2.0))
     with pytest.raises(ValueError, match="did you mean 'variance'"):
-        lik.set_params(varience=2.0)
+        lik.set_parameters(varience=2.0)
     with pytest.raises(ValueError, match="no parameter 'variance'"):
-        Poisson().set_params(variance=1.0)
+        Poisson().set_parameters(variance=1.0)
     with pytest.raises(ValueError, match="binsize must be a positive"):
         Poisson(binsize=0.0)
     with pytest.raises(ValueError, match="n_classes between 2 and 1000"):
         Softmax(1)
 
 
-def test_parameters_specs_set_params_and_copy():
+def test_parameters_specs_set_parameters_and_copy():
     w = WarpedGaussian()
     specs = w.parameter_specs
     assert set(specs) == {"variance", "a", "b", "c"} and all(isinstance(s, Parameter) for s in specs.values())
     assert specs["a"].is_log and specs["b"].is_log and specs["variance"].is_log and not specs["c"].is_log
-    assert Poisson().parameter_specs == {} and BernoulliLogit().params == {} and Softmax(4).parameter_specs == {}
+    assert Poisson().parameter_specs == {} and BernoulliLogit().parameters == {} and Softmax(4).parameter_specs == {}
     assert Poisson().dlog_density_dparams(np.zeros((1, 1)), [[2]]) == {}
-    other = w.copy().set_params(a=0.5, variance=2.0)
-    np.testing.assert_array_equal(other.params["a"], [0.5, 0.5, 0.5])
-    assert other.params["variance"] == 2.0 and w.params["variance"] == 1.0  # copy is independent
-    before = w.params
+    other = w.copy().set_parameters(a=0.5, variance=2.0)
+    np.testing.assert_array_equal(other.parameters["a"], [0.5, 0.5, 0.5])
+    assert other.parameters["variance"] == 2.0 and w.parameters["variance"] == 1.0  # copy is independent
+    before = w.parameters
     with pytest.raises(ValueError):
-        w.set_params(variance=3.0, b=-1.0)  # nothing assigned when one value is bad
-    assert w.params["variance"] == before["variance"]
+        w.set_parameters(variance=3.0, b=-1.0)  # nothing assigned when one value is bad
+    assert w.parameters["variance"] == before["variance"]
     w.set_bounds(variance=(1e-3, 10.0))
     assert (w.parameter_specs["variance"].lower, w.parameter_specs["variance"].upper) == (1e-3, 10.0)
     assert "WarpedGaussian(variance=1" in repr(w)

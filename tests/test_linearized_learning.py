@@ -51,7 +51,7 @@ def fixed_linearisation(kernel_name, seed=3):
     rng = np.random.default_rng(seed + 1)
     a, b = rng.uniform(-1.5, 1.5, len(y)), rng.normal(0.0, 0.3, len(y))
     kernel = KERNELS[kernel_name]()
-    params = {**kernel.params, "noise_variance": 0.07}
+    params = {**kernel.parameters, "noise_variance": 0.07}
     packer = Packer({n: Parameter(n) for n in params}, params)
     return X, y, a, b, kernel, packer, packer.pack(params)
 
@@ -60,7 +60,7 @@ def reference_evidence(X, y, a, b, kernel, packer, x):
     values = packer.unpack(x)
     noise = values.pop("noise_variance")
     k = kernel.copy()
-    k.set_params(**values)
+    k.set_parameters(**values)
     return ref.linear_gaussian_evidence(k.K(X), y, a, b, noise)
 
 
@@ -69,7 +69,7 @@ def score_at(X, y, a, b, kernel, packer, x, forward="sin", exact_implicit=False,
     values = packer.unpack(x)
     noise = values.pop("noise_variance")
     k = kernel.copy()
-    k.set_params(**values)
+    k.set_parameters(**values)
     K = k.K(X)
     s = a / math.sqrt(noise)
     post = SimpleNamespace(s=s, chol_W=cholesky_W(K, s), mean=mean,
@@ -119,7 +119,7 @@ def test_fisher_information_matches_the_reference(kernel_name):
         values = packer.unpack(z)
         noise = values.pop("noise_variance")
         k = kernel.copy()
-        k.set_params(**values)
+        k.set_parameters(**values)
         return noise * np.eye(len(y)) + np.diag(a) @ k.K(X) @ np.diag(a)
 
     expected = ref.fisher_information(covariance, x)
@@ -326,7 +326,7 @@ def test_bounds_fixed_parameters_budget_and_callback():
     assert fixed.noise_variance == 1.0 and fixed.kernel.lengthscale != 1.0
     kernel_fixed = model()
     kernel_fixed.fit(fixed="kernel")
-    assert kernel_fixed.kernel.params == {"variance": 1.0, "lengthscale": 1.0}
+    assert kernel_fixed.kernel.parameters == {"variance": 1.0, "lengthscale": 1.0}
     assert kernel_fixed.noise_variance != 1.0
     nothing = model()
     result = nothing.fit(fixed=("kernel", "noise_variance"))
@@ -347,7 +347,7 @@ def test_a_kernel_without_analytic_gradients_is_learnt_too():
         param_names = ("variance", "lengthscale")
 
         def __init__(self, variance=1.0, lengthscale=1.0):
-            self.set_params(variance=variance, lengthscale=lengthscale)
+            self.set_parameters(variance=variance, lengthscale=lengthscale)
 
         def K(self, X, X2=None):
             X2 = X if X2 is None else X2

@@ -109,11 +109,11 @@ def test_fixed_kernel_with_sum_kernel_and_single_parameter():
     k = kernels.SquaredExponential(variance=0.5, lengthscale=2.0) + kernels.Linear(variance=0.1)
     m = model(kernel=k)
     m.fit(max_iter=30, fixed=("kernel",))
-    assert m.kernel.params == {"0.variance": 0.5, "0.lengthscale": 2.0, "1.variance": 0.1}
+    assert m.kernel.parameters == {"0.variance": 0.5, "0.lengthscale": 2.0, "1.variance": 0.1}
     m2 = model(kernel=k.copy())
     m2.fit(max_iter=30, fixed=("1.variance", "Z"))
-    assert m2.kernel.params["1.variance"] == 0.1
-    assert m2.kernel.params["0.lengthscale"] != 2.0
+    assert m2.kernel.parameters["1.variance"] == 0.1
+    assert m2.kernel.parameters["0.lengthscale"] != 2.0
 
 
 def test_everything_fixed_is_a_no_op():
@@ -298,7 +298,7 @@ def test_from_model_copies_parameters_and_Z():
     assert vfe.kernel is not fitc.kernel
     assert not np.shares_memory(vfe.Z, fitc.Z)
     vfe.Z[0, 0] += 1.0
-    vfe.kernel.set_params(variance=3.0)
+    vfe.kernel.set_parameters(variance=3.0)
     assert fitc.Z[0, 0] != vfe.Z[0, 0]
     assert fitc.kernel.variance != 3.0
 

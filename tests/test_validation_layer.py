@@ -211,17 +211,17 @@ def test_absurd_feature_parameters_are_refused_naming_the_parameter(make, match)
         make()
 
 
-def test_set_params_checks_feature_parameters_too():
+def test_set_parameters_checks_feature_parameters_too():
     ms = Multiscale(MU, 0.5)
     with pytest.raises(ValueError, match=r"^Multiscale\.mu has values up to"):
-        ms.set_params(mu=MU * 1e300)
+        ms.set_parameters(mu=MU * 1e300)
     np.testing.assert_array_equal(ms.mu, MU)
     fr = Frequency(MU, 0.3, 1.0)
     with pytest.raises(ValueError, match=r"^Frequency\.omega0"):
-        fr.set_params(omega0=np.full(4, 1e20))
+        fr.set_parameters(omega0=np.full(4, 1e20))
     tf = TimeFrequency(MU, MU)
     with pytest.raises(ValueError, match=r"phase omega \. mu"):
-        tf.set_params(mu=MU * 1e16)
+        tf.set_parameters(mu=MU * 1e16)
 
 
 @pytest.mark.parametrize("make", [lambda: Multiscale(MU * 1e99, 0.5), lambda: Frequency(MU * 1e14, 1e14, 1.0),

@@ -58,10 +58,10 @@ def test_quadrature_elbo_gradient_matches_finite_differences(Q, kind, likcls):
     np.testing.assert_allclose(r.grads["posterior"], num, rtol=1e-5, atol=1e-6)
     # kernel parameters and inducing inputs of every latent
     for j in range(Q):
-        for name, v in ks[j].params.items():
+        for name, v in ks[j].parameters.items():
             def f_k(t, j=j, name=name):
                 kk = [k.copy() for k in ks]
-                kk[j].set_params(**{name: float(t)})
+                kk[j].set_parameters(**{name: float(t)})
                 return value(X, Y, kk, feats, lik, post)
             np.testing.assert_allclose(r.grads["kernels"][j][name], fd(f_k, v), rtol=1e-5, atol=1e-6)
 
@@ -71,10 +71,10 @@ def test_quadrature_elbo_gradient_matches_finite_differences(Q, kind, likcls):
             return value(X, Y, ks, ff, lik, post)
         np.testing.assert_allclose(r.grads["features"][j]["Z"], fd(f_z, feats[j].Z), rtol=1e-5, atol=1e-6)
     # likelihood parameters
-    for name, v in lik.params.items():
+    for name, v in lik.parameters.items():
         num = fd(lambda t: value(X, Y, ks, feats, likcls(**{name: float(t)}), post), v)
         np.testing.assert_allclose(r.grads["likelihood"][name], num, rtol=1e-5, atol=1e-6)
-    assert set(r.grads["likelihood"]) == set(lik.params)
+    assert set(r.grads["likelihood"]) == set(lik.parameters)
 
 
 # dense O(N^3) reference ----------------------------------------------------------------------
@@ -221,7 +221,7 @@ def test_mog_with_one_component_equals_fg_with_diagonal_covariance():
     for key in ("ell", "entropy", "cross"):
         assert np.isclose(a.terms[key], b.terms[key], rtol=1e-12)
     for j in range(2):
-        for name in ks[j].params:
+        for name in ks[j].parameters:
             np.testing.assert_allclose(a.grads["kernels"][j][name], b.grads["kernels"][j][name], rtol=1e-10)
         np.testing.assert_allclose(a.grads["features"][j]["Z"], b.grads["features"][j]["Z"], rtol=1e-10, atol=1e-12)
         # d/dm agrees; the FG log-diagonal gradient is twice the MoG log-variance gradient

@@ -85,9 +85,9 @@ def test_reparameterised_objective_is_deterministic_and_its_gradient_exact():
         down = elbo(X, Y, [k], [Z], lik, post.copy().set_free(post.free - e), **kw).value
         assert np.isclose(r.grads["posterior"][i], (up - down) / (2 * h), rtol=1e-5, atol=1e-6)
     for name in ("variance", "lengthscale"):
-        v = k.params[name]
-        up = elbo(X, Y, [k.copy().set_params(**{name: v + h})], [Z], lik, post, **kw).value
-        down = elbo(X, Y, [k.copy().set_params(**{name: v - h})], [Z], lik, post, **kw).value
+        v = k.parameters[name]
+        up = elbo(X, Y, [k.copy().set_parameters(**{name: v + h})], [Z], lik, post, **kw).value
+        down = elbo(X, Y, [k.copy().set_parameters(**{name: v - h})], [Z], lik, post, **kw).value
         assert np.isclose(r.grads["kernels"][0][name], (up - down) / (2 * h), rtol=1e-5, atol=1e-6)
 
 

@@ -1,5 +1,5 @@
 """Tiny stand-in likelihoods with the pointwise-likelihood interface (n_latent, parameter_specs,
-params, set_params, validate, log_density, dlog_density_df, dlog_density_dparams) for the SAVIGP
+parameters, set_parameters, validate, log_density, dlog_density_df, dlog_density_dparams) for the SAVIGP
 tests, their own derivative checks, and a cross-check against the real likelihoods when present."""
 
 import importlib
@@ -24,10 +24,10 @@ class StandIn:
         return {n: Parameter(n) for n in self.defaults}
 
     @property
-    def params(self):
+    def parameters(self):
         return dict(self._values)
 
-    def set_params(self, **values):
+    def set_parameters(self, **values):
         for n, v in values.items():
             if n not in self.defaults or not v > 0:
                 raise ValueError(n)
@@ -120,7 +120,7 @@ def test_standin_derivatives_match_finite_differences(cls):
         fd = (lik.log_density(F + E, Y) - lik.log_density(F - E, Y)) / (2 * h)
         np.testing.assert_allclose(g[..., q], fd, rtol=1e-6, atol=1e-8)
     for name, d in lik.dlog_density_dparams(F, Y).items():
-        v = lik.params[name]
+        v = lik.parameters[name]
         up = cls(**{name: v + h}).log_density(F, Y)
         down = cls(**{name: v - h}).log_density(F, Y)
         np.testing.assert_allclose(d, (up - down) / (2 * h), rtol=1e-6, atol=1e-8)
@@ -144,7 +144,7 @@ def test_real_gaussian_likelihood_gives_the_same_expected_log_likelihood():
     from gpexplorer.variational.estimators import estimate
 
     real = module.Gaussian()
-    real.set_params(variance=0.3)
+    real.set_parameters(variance=0.3)
     rng = np.random.default_rng(1)
     N = 7
     Y = rng.normal(size=(N, 1))
@@ -210,6 +210,6 @@ def test_elbo_gradient_with_a_real_three_latent_softmax():
             up = elbo(X, Y, ks, feats, lik, post.copy().set_free(post.free + e), **kw).value
             down = elbo(X, Y, ks, feats, lik, post.copy().set_free(post.free - e), **kw).value
             assert np.isclose(r.grads["posterior"][i], (up - down) / (2 * h), rtol=1e-5, atol=1e-6)
-        up = elbo(X, Y, [ks[0], ks[1], ks[2].copy().set_params(variance=1.0 + h)], feats, lik, post, **kw).value
-        down = elbo(X, Y, [ks[0], ks[1], ks[2].copy().set_params(variance=1.0 - h)], feats, lik, post, **kw).value
+        up = elbo(X, Y, [ks[0], ks[1], ks[2].copy().set_parameters(variance=1.0 + h)], feats, lik, post, **kw).value
+        down = elbo(X, Y, [ks[0], ks[1], ks[2].copy().set_parameters(variance=1.0 - h)], feats, lik, post, **kw).value
         assert np.isclose(r.grads["kernels"][2]["variance"], (up - down) / (2 * h), rtol=1e-5, atol=1e-6)

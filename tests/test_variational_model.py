@@ -37,7 +37,7 @@ def test_lbfgs_over_q_reaches_the_titsias_bound_and_its_predictions(likcls):
     Z = np.linspace(-2.5, 2.5, 7)[:, None]
     k = kernels.SquaredExponential(variance=1.3, lengthscale=0.7)
     lik = likcls()
-    lik.set_params(variance=s2)
+    lik.set_parameters(variance=s2)
     model = SparseVariationalGP(X, y, k.copy(), Z, lik, posterior="fg")
     start = model.elbo()
     titsias = SparseGPR(X, y, kernel=k, Z=Z, approximation="vfe", noise_variance=s2, jitter=1e-6)
@@ -76,7 +76,7 @@ def test_reparam_fit_is_deterministic_and_tracks_the_quadrature_elbo():
     a.fit(max_iter=60)
     b.fit(max_iter=60)
     np.testing.assert_array_equal(a.posterior.free, b.posterior.free)
-    q = SparseVariationalGP(X, y, a.kernels[0].copy(), a.features[0].copy(), GaussianStandIn(**a.likelihood.params))
+    q = SparseVariationalGP(X, y, a.kernels[0].copy(), a.features[0].copy(), GaussianStandIn(**a.likelihood.parameters))
     q.posterior.set_free(a.posterior.free)
     assert abs(q.elbo() - a.elbo()) < 0.05 * abs(q.elbo()) + 1.0
 

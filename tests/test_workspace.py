@@ -45,9 +45,9 @@ def problem(N=N_LARGE, M=M_LARGE, D=1, seed=0):
 
 def kernel(name, D):
     k = STATIONARY[name]()
-    k.set_params(variance=1.3, lengthscale=np.linspace(0.7, 1.4, D) if D > 1 else 0.8)
+    k.set_parameters(variance=1.3, lengthscale=np.linspace(0.7, 1.4, D) if D > 1 else 0.8)
     if name == "rq":
-        k.set_params(alpha=1.7)
+        k.set_parameters(alpha=1.7)
     return k
 
 

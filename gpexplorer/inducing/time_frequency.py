@@ -93,7 +93,7 @@ class TimeFrequency(InducingFeature):
     ``omega0`` [M] (real) and widths ``delta`` [D] (positive, log scale, shared by all
     members). ``locations`` are the centres mu."""
 
-    parameter_names = ("mu", "omega", "omega0", "delta")
+    param_names = ("mu", "omega", "omega0", "delta")
     parameter_limits = {
         "omega": (ANGLE_LIMIT, "angular frequencies: the phase omega . x loses all precision beyond it"),
         "omega0": (ANGLE_LIMIT, "phases in radians: beyond it a float64 step is a sizeable fraction of a turn"),

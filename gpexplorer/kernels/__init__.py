@@ -4,7 +4,7 @@ Every kernel offers the same five operations, which is all the sparse objectives
 
 * ``K(X, X2=None)`` and ``Kdiag(X)``: covariance matrix [N1, N2] and its diagonal [N];
 * ``grad_params(dL_dK, X, X2=None)``: sum_ij dL/dK_ij dK_ij/dtheta for every hyperparameter,
-  returned as a dict keyed like ``params`` (natural, not log, parameters);
+  returned as a dict keyed like ``parameters`` (natural, not log, parameters);
 * ``grad_params_diag(dL_dKdiag, X)``: the same for the diagonal;
 * ``grad_X(dL_dK, X, X2=None)``: d/dX of sum_ij dL/dK_ij K_ij [N1, D] (with ``X2=None`` both
   arguments move, as needed for Kuu and the inducing inputs Z).

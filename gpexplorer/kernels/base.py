@@ -31,10 +31,10 @@ class Kernel:
     ard_params: tuple[str, ...] = ()
 
     @property
-    def params(self) -> dict:
+    def parameters(self) -> dict:
         return {n: copy.copy(getattr(self, n)) for n in self.param_names}
 
-    def set_params(self, **values):
+    def set_parameters(self, **values):
         for name, value in values.items():
             if name not in self.param_names:
                 raise ValueError(f"{type(self).__name__} has no parameter {name!r}; it has {self.param_names}")
@@ -131,15 +131,15 @@ class Combination(Kernel):
         return tuple(f"{i}.{n}" for i, k in enumerate(self.kernels) for n in k.param_names if n in k.ard_params)
 
     @property
-    def params(self):
-        return {f"{i}.{n}": v for i, k in enumerate(self.kernels) for n, v in k.params.items()}
+    def parameters(self):
+        return {f"{i}.{n}": v for i, k in enumerate(self.kernels) for n, v in k.parameters.items()}
 
-    def set_params(self, **values):
+    def set_parameters(self, **values):
         for name, value in values.items():
             head, _, rest = name.partition(".")
             if not head.isdigit() or int(head) >= len(self.kernels):
                 raise ValueError(f"{type(self).__name__} has no parameter {name!r}; it has {self.param_names}")
-            self.kernels[int(head)].set_params(**{rest: value})
+            self.kernels[int(head)].set_parameters(**{rest: value})
         return self
 
     def assign_unchecked(self, values: dict):

@@ -14,7 +14,7 @@ class Linear(Kernel):
     ard_params = ("variance",)
 
     def __init__(self, variance=1.0):
-        self.set_params(variance=variance)
+        self.set_parameters(variance=variance)
 
     def _v(self, D):
         self.check_input_dim(D)

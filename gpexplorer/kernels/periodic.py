@@ -15,7 +15,7 @@ class Periodic(Kernel):
     ard_params = ("lengthscale",)
 
     def __init__(self, variance=1.0, lengthscale=1.0, period=1.0):
-        self.set_params(variance=variance, lengthscale=lengthscale, period=period)
+        self.set_parameters(variance=variance, lengthscale=lengthscale, period=period)
 
     def _prep(self, X, X2):
         X = _as_inputs(X)

@@ -18,7 +18,7 @@ class Stationary(Kernel):
     _kind = -1
 
     def __init__(self, variance=1.0, lengthscale=1.0):
-        self.set_params(variance=variance, lengthscale=lengthscale)
+        self.set_parameters(variance=variance, lengthscale=lengthscale)
 
     @property
     def _alpha(self):
@@ -123,7 +123,7 @@ class RationalQuadratic(Stationary):
     _kind = loops.RQ
 
     def __init__(self, variance=1.0, lengthscale=1.0, alpha=1.0):
-        self.set_params(variance=variance, lengthscale=lengthscale, alpha=alpha)
+        self.set_parameters(variance=variance, lengthscale=lengthscale, alpha=alpha)
 
     @property
     def _alpha(self):

@@ -83,11 +83,11 @@ class PointwiseLikelihood:
         return out
 
     @property
-    def params(self) -> dict:
+    def parameters(self) -> dict:
         """name -> value (a float, or a fresh array for array parameters)."""
         return {n: copy.copy(self._values[n]) for n in self.param_layout}
 
-    def set_params(self, mapping=None, /, **values):
+    def set_parameters(self, mapping=None, /, **values):
         """Assign parameters by name, all validated before any is set; returns self."""
         values = {**(mapping or {}), **values}
         checked = {name: self._checked_param(name, value) for name, value in values.items()}

@@ -66,7 +66,7 @@ class GPRN(PointwiseLikelihood):
         if self.n_latent > MAX_LATENT:
             raise ValueError(f"gprn with n_outputs={self.n_outputs} and n_nodes={self.n_nodes} has "
                              f"{self.n_latent} latent functions; at most {MAX_LATENT} are supported")
-        self.set_params(variance=variance)
+        self.set_parameters(variance=variance)
 
     @property
     def variance(self):

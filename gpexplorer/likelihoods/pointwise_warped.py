@@ -50,7 +50,7 @@ class WarpedGaussian(PointwiseLikelihood):
 
     def __init__(self, variance=1.0, a=(1.0, 1.0, 1.0), b=(1.0, 1.0, 1.0), c=(-1.0, 0.0, 1.0)):
         super().__init__()
-        self.set_params(variance=variance, a=a, b=b, c=c)
+        self.set_parameters(variance=variance, a=a, b=b, c=c)
 
     @property
     def variance(self):

@@ -35,7 +35,7 @@ class Gaussian(PointwiseLikelihood):
 
     def __init__(self, variance=1.0):
         super().__init__()
-        self.set_params(variance=variance)
+        self.set_parameters(variance=variance)
 
     @property
     def variance(self):

@@ -144,7 +144,7 @@ def _log_terms(terms):
 
 def _hyperparameter_key(p: ParameterSet):
     # exact bytes: a rounded repr would let nearby hyperparameters share one cached value
-    return tuple((n, np.asarray(v, dtype=float).tobytes()) for n, v in p.kernel.params.items()) + \
+    return tuple((n, np.asarray(v, dtype=float).tobytes()) for n, v in p.kernel.parameters.items()) + \
         (float(p.noise_variance),)
 
 
@@ -308,7 +308,7 @@ def parameter_key(p: ParameterSet):
     if not isinstance(p.inducing, InducingFeature):
         return _hyperparameter_key(p) + (None if p.inducing is None else p.inducing.tobytes(), p.jitter)
     # the locations too: a feature's fixed attributes (an offset, say) are not among its parameters
-    feature = tuple((n, v.tobytes()) for n, v in p.inducing.params.items())
+    feature = tuple((n, v.tobytes()) for n, v in p.inducing.parameters.items())
     locations = np.asarray(p.inducing.locations, dtype=float).tobytes()
     return _hyperparameter_key(p) + ((type(p.inducing).__name__, locations) + feature, p.jitter)
 

@@ -62,7 +62,7 @@ def _parameter_set(template: ParameterSet, params: dict) -> ParameterSet:
     feature = None
     if template.inducing is not None:
         feature = template.inducing.copy()
-        feature.assign_unchecked({n: params[n] for n in feature.parameter_names})
+        feature.assign_unchecked({n: params[n] for n in feature.param_names})
     return ParameterSet(kernel, float(params["noise_variance"]), feature, template.jitter)
 
 

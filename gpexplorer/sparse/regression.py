@@ -160,7 +160,7 @@ class SparseGPR(_GPRBase):
         self.inducing = as_feature(Z, self.X.shape[1])
         validation.inducing_count(len(self.inducing), N, "Z")
         self.workspace = sparse.Workspace()  # [M, N] work arrays reused between evaluations
-        clash = set(self.inducing.parameter_names) & (set(self.kernel.param_names) | {NOISE})
+        clash = set(self.inducing.param_names) & (set(self.kernel.param_names) | {NOISE})
         if clash:
             raise ValueError(f"the inducing feature's parameter(s) {sorted(clash)} clash with the kernel's or the noise")
 
@@ -185,20 +185,20 @@ class SparseGPR(_GPRBase):
 
     @property
     def parameters(self) -> dict:
-        return {**super().parameters, **self.inducing.params}
+        return {**super().parameters, **self.inducing.parameters}
 
     @property
     def parameter_specs(self) -> dict:
         return {**super().parameter_specs, **self.inducing.parameter_specs}
 
     def _feature_values(self, params):
-        return {n: params.pop(n) for n in self.inducing.parameter_names if n in params}
+        return {n: params.pop(n) for n in self.inducing.param_names if n in params}
 
     def set_parameters(self, mapping=None, /, **values):
         params = {**(mapping or {}), **values}
         feature = self._feature_values(params)
         if feature:
-            self.inducing.set_params(**feature)
+            self.inducing.set_parameters(**feature)
         return super().set_parameters(params)
 
     def assign_parameters(self, values: dict):
@@ -207,7 +207,7 @@ class SparseGPR(_GPRBase):
         return super().assign_parameters(values)
 
     def _set_component_bounds(self, name, spec):
-        if name in self.inducing.parameter_names:
+        if name in self.inducing.param_names:
             raise ValueError(f"{name!r} is a parameter of the inducing feature; its bounds are the feature's")
         super()._set_component_bounds(name, spec)
 
@@ -270,7 +270,7 @@ class SparseGPR(_GPRBase):
         is unchanged. Any bound value is valid, so a failed step only costs tightness.
         """
         probe = self.copy()
-        packer = Packer(self.inducing.parameter_specs, self.inducing.params)
+        packer = Packer(self.inducing.parameter_specs, self.inducing.parameters)
 
         def value_and_grad(x):
             values = packer.unpack(x)
@@ -284,7 +284,7 @@ class SparseGPR(_GPRBase):
         from scipy.optimize import minimize  # on use, as in optimize.fit
 
         start = self.upper_bound()
-        x0 = packer.pack(self.inducing.params)
+        x0 = packer.pack(self.inducing.parameters)
         res = minimize(value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=packer.bounds,
                        options={"maxiter": int(max_iter)})
         if not np.isfinite(res.fun) or res.fun >= start:

@@ -251,7 +251,7 @@ def m_sweep(dataset, kernel, noise_variance, Ms, approximations=("fitc", "vfe"),
         if stop[0]:  # interrupted mid-fit: not a result
             raise _Cancelled
         return {**_evaluate(model, Xm, ym), "iterations": result.n_iter, "seconds": time.perf_counter() - t0,
-                "kernel_params": model.kernel.params, "jitter_used": model.jitter_used}
+                "kernel_params": model.kernel.parameters, "jitter_used": model.jitter_used}
 
     try:
         with warnings.catch_warnings():

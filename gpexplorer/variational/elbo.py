@@ -11,7 +11,7 @@ plain arrays and objects, with its gradient with respect to every free parameter
 * L_cross = E_q[log p(u)] (eq. 20).
 
 Gradients: with respect to the posterior's free vector, each latent's kernel parameters and
-inducing-feature parameters (natural scale, as ``kernel.params`` / ``feature.params``; via
+inducing-feature parameters (natural scale, as ``kernel.parameters`` / ``feature.parameters``; via
 :func:`gpexplorer.covariances.gradients` and ``kernel.grad_params_diag``) and the likelihood's
 parameters (natural scale). With the score estimator the gradient is the (unbiased) score
 estimate, not the derivative of the returned Monte Carlo value.

@@ -112,7 +112,7 @@ class SparseVariationalGP:
         options = dict(options or {})
         if isinstance(likelihood, (str, PointwiseLikelihood)):
             return get_likelihood(likelihood, **options)
-        needed = ("n_latent", "validate", "log_density", "parameter_specs", "params", "assign_unchecked")
+        needed = ("n_latent", "validate", "log_density", "parameter_specs", "parameters", "assign_unchecked")
         missing = [n for n in needed if not hasattr(likelihood, n)]
         if missing:
             raise ValueError(f"likelihood must be a registered name or a pointwise likelihood; "
@@ -137,7 +137,7 @@ class SparseVariationalGP:
     # the validation layer's model-specific part ------------------------------------------------
     @staticmethod
     def _named_values(owners, prefix):
-        return {f"{prefix}{j}.{n}": v for j, o in enumerate(owners) for n, v in o.params.items()}
+        return {f"{prefix}{j}.{n}": v for j, o in enumerate(owners) for n, v in o.parameters.items()}
 
     @staticmethod
     def _check_magnitudes(values):
@@ -204,7 +204,7 @@ class SparseVariationalGP:
     def parameters(self) -> dict:
         out = {"posterior": self.posterior.free.copy()}
         for name, (owner, n, _) in self._named().items():
-            v = owner.params[n]
+            v = owner.parameters[n]
             out[name] = v.copy() if isinstance(v, np.ndarray) else v
         return out
 
@@ -221,7 +221,7 @@ class SparseVariationalGP:
             owner, n, _ = named[name]
             if not name.startswith("feature"):
                 self._check_magnitudes({name: v})
-            owner.set_params(**{n: v})
+            owner.set_parameters(**{n: v})
         return self
 
     @property

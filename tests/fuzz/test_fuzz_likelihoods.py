@@ -121,7 +121,7 @@ def test_every_registered_likelihood_refuses_bad_options_and_parameters_by_name(
     for pname in data.draw(st.lists(st.sampled_from(sorted(lik.param_layout) or ["nothing"]), max_size=2)):
         value = data.draw(HOSTILE, label=pname)
         try:
-            lik.set_params(**{pname: value})
+            lik.set_parameters(**{pname: value})
         except (ValueError, TypeError) as err:
             assert _names_it(str(err), pname), str(err)
     rng = np.random.default_rng(data.draw(st.integers(0, 1000)))

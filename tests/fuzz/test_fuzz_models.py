@@ -140,7 +140,7 @@ def test_fuzz_sparse_gpr(scale, special, N, kernel, approximation, Z, z_init, se
 @given(feature=st.sampled_from(FEATURES), param_scale=st.sampled_from([1.0, 1e-300, 1e20, 1e60, 1e120, 1e300]),
        which=st.integers(0, 3), special=st.sampled_from([None, np.nan, np.inf]), data_seed=st.integers(0, 3))
 def test_fuzz_every_registered_feature(feature, param_scale, which, special, data_seed):
-    """A feature with one parameter scaled (or made non-finite): construction or set_params refuses
+    """A feature with one parameter scaled (or made non-finite): construction or set_parameters refuses
     it naming the parameter, or SparseGPR (SE kernel, where the pair is registered) evaluates finitely."""
     rng = np.random.default_rng(data_seed)
     X = np.sort(rng.uniform(0, 5, 10))[:, None]
@@ -148,13 +148,13 @@ def test_fuzz_every_registered_feature(feature, param_scale, which, special, dat
     cls = inducing.FEATURES[feature]
     kernel = kernels.SquaredExponential()
     base = cls.from_data(X, 4, kernel, seed=0) if hasattr(cls, "from_data") else cls(np.linspace(0.2, 4.8, 4))
-    names = base.parameter_names
+    names = base.param_names
     name = names[which % len(names)]
     value = np.array(getattr(base, name), dtype=float) * param_scale
     if special is not None:
         value.flat[0] = special
     qualified = f"{type(base).__name__}.{name}"
-    f = check((qualified, f"{type(base).__name__}.mu and"), lambda: base.copy().set_params(**{name: value}))
+    f = check((qualified, f"{type(base).__name__}.mu and"), lambda: base.copy().set_parameters(**{name: value}))
     if f is None or type(f) not in SE_PAIRS:
         return
     m = check(ARGS, lambda: SparseGPR(X, y, kernels.SquaredExponential(), f))

@@ -259,5 +259,5 @@ def test_the_metrics_table_shows_each_fits_learnt_kernel(lab):
     table = lab.metrics_readout.object
     assert "<th>lengthscale</th>" in table and "<th>kernel var.</th>" in table
     for p in ("fg", "mog1", "mog2"):
-        learnt = lab.results[p].model.kernels[0].params["lengthscale"]
+        learnt = lab.results[p].model.kernels[0].parameters["lengthscale"]
         assert lab.results[p].metrics["lengthscale"] == pytest.approx(float(np.ravel(learnt)[0]))

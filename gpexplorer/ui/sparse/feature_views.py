@@ -40,7 +40,7 @@ class FeatureViews:
         Z[members.astype(int), deltas.astype(int), 0] = x
         if np.array_equal(Z, self.feature.Z):
             return
-        self.feature = self.feature.copy().set_params(Z=Z)
+        self.feature = self.feature.copy().set_parameters(Z=Z)
         self.mode = "manual"
         with pn.io.hold():
             self.refresh()

@@ -114,15 +114,15 @@ def with_width(feature, member, width):
     if kind == "multiscale":
         delta = np.array(feature.delta)
         delta[member] = width
-        return feature.copy().set_params(delta=delta)
+        return feature.copy().set_parameters(delta=delta)
     if kind in ("time-frequency", "frequency"):
-        return feature.copy().set_params(delta=np.full_like(feature.delta, width))
+        return feature.copy().set_parameters(delta=np.full_like(feature.delta, width))
     if kind == "sum-of-deltas":
         Z = np.array(feature.Z)
         centre = Z.mean(axis=1, keepdims=True)
         spread = np.abs(Z - centre).max(axis=1, keepdims=True)
         scale = np.divide(width, spread, out=np.ones_like(spread), where=spread > 0)
-        return feature.copy().set_params(Z=centre + (Z - centre) * scale)
+        return feature.copy().set_parameters(Z=centre + (Z - centre) * scale)
     return feature
 
 
@@ -132,7 +132,7 @@ def with_frequency(feature, member, omega):
         return feature
     values = np.array(feature.omega)
     values[member, 0] = omega
-    return feature.copy().set_params(omega=values)
+    return feature.copy().set_parameters(omega=values)
 
 
 def member_values(feature, member):

@@ -25,7 +25,7 @@ DATASETS = {"Snelson (200)": "snelson", "Snelson-100": "snelson100", "mcycle": "
             "1-D synthetic": "synthetic1d", "4-D problem (thesis 3.2.4)": "thesis4d",
             "Uploaded CSV": "upload"}
 #: every registered kernel with a variance and a lengthscale, which the sliders set
-KERNELS = kernel_choices([name for name, kernel in kernels.KERNELS.items() if "lengthscale" in kernel().params])
+KERNELS = kernel_choices([name for name, kernel in kernels.KERNELS.items() if "lengthscale" in kernel().parameters])
 MAX_UPLOAD_ROWS = 20_000
 MAX_EXACT_N = 3000  # the exact GP is O(N^3); larger uploads are refused with a message
 MAX_URL_INPUT = 1e6  # |inducing input| accepted from a URL
@@ -172,7 +172,7 @@ def shared_parameters(ds, s: LabSettings, feature) -> ParameterSet:
     """The sliders' hyperparameters with ``feature`` (an inducing feature, or inducing inputs [M, D])."""
     kernel = make_kernel(s)
     if ds.input_dim > 1:
-        kernel.set_params(lengthscale=np.full(ds.input_dim, s.lengthscale))
+        kernel.set_parameters(lengthscale=np.full(ds.input_dim, s.lengthscale))
     feature = feature.copy() if isinstance(feature, InducingFeature) else np.array(feature, dtype=float)
     return ParameterSet(kernel, s.noise_variance, feature, float(s.jitter))
 
@@ -213,9 +213,9 @@ def state_extras(Z=None, fitted=None) -> dict:
     if Z is not None:
         state["Z"] = np.asarray(Z).tolist()
     if fitted:
-        state["fitted"] = {name: {**{k: np.asarray(v).tolist() for k, v in p.kernel.params.items()},
+        state["fitted"] = {name: {**{k: np.asarray(v).tolist() for k, v in p.kernel.parameters.items()},
                                   "noise_variance": p.noise_variance,
                                   **({} if p.inducing is None else
-                                     {k: v.tolist() for k, v in p.inducing.params.items()})}
+                                     {k: v.tolist() for k, v in p.inducing.parameters.items()})}
                            for name, p in fitted.items()}
     return state
