@@ -129,7 +129,7 @@ def _weighted(feature, dKuf, w):
     return np.multiply(dKuf[:, None, :], w[:, :, None], out=out), buffer
 
 
-def _contract(feature, kernel, X, dKuu, dKuf, Kuu, Kuf, rank_one, pass_rank_one):
+def _contract(feature, kernel, X, dKuu, dKuf, Kuu, Kuf, rank_one, *, pass_rank_one):
     X = _inputs(X)
     dKuu, dKuf = np.asarray(dKuu, dtype=float), np.asarray(dKuf, dtype=float)
     if rank_one is not None and not pass_rank_one:

@@ -96,7 +96,7 @@ def sine_of(Kuf):
     return entry[1] if entry is not None and entry[0]() is Kuf else None
 
 
-def kuf_gradients(mu, omega, omega0, delta, variance, v, X, W, K, S, rank_one=None):
+def kuf_gradients(mu, omega, omega0, delta, variance, v, X, W, *, K, S, rank_one=None):
     """Contraction of W = dL/dKuf (minus a b^T for ``rank_one`` = (a, b)) with the derivatives
     of Kuf: {"variance", "v" [D], "mu" [M, D], "omega" [M, D], "omega0" [M], "u" [D]}."""
     D = X.shape[1]
@@ -167,7 +167,7 @@ def contract(feature, kernel, X, dKuu, dKuf, rank_one, mu, Kuf=None):
     S = None if Kuf is None else sine_of(Kuf)
     K, S = (Kuf, S) if S is not None else kuf_parts(*args, X)
     guu = kuu_gradients(*args, dKuu)
-    guf = kuf_gradients(*args, X, dKuf, K, S, rank_one)
+    guf = kuf_gradients(*args, X, dKuf, K=K, S=S, rank_one=rank_one)
     g = {n: guu[n] + guf[n] for n in guu}
     ls = np.sqrt(v)
     grads_kernel = kernel.pack_gradients(g["variance"], 2.0 * ls * g["v"], 0.0)

@@ -329,14 +329,6 @@ def stationary_contract(kern, X1s, X2s, K, weights, want_dX2):
     return KernelGradients(dvar / kern.variance, dl, dalpha, dX1, dX2)
 
 
-def stationary_grads(kind, X1s, X2s, K, dL_dK, a, b, variance, lengthscale, alpha, want_dX2):
-    """The former flat-argument form of :func:`stationary_contract` (dX2 zero unless wanted),
-    kept for :mod:`gpexplorer.kernels.stationary` until it calls stationary_contract."""
-    kern = stationary_params(kind, variance, lengthscale, alpha)
-    out = stationary_contract(tuple(kern), X1s, X2s, K, (dL_dK, a, b), want_dX2)
-    return out if want_dX2 else out._replace(dX2=np.zeros((X2s.shape[0], X1s.shape[1])))
-
-
 @njit_cached
 def periodic_K(X1, X2, variance, lengthscale, period):
     """k = s exp(-2 sum_d sin^2(pi (x_d - x'_d) / p) / l_d^2). [N1, N2]"""

@@ -64,8 +64,8 @@ class Stationary(Kernel):
         if dL_dK.shape != K.shape:
             raise ValueError(f"dL_dK has shape {dL_dK.shape}, expected {K.shape}")
         a, b = (_EMPTY, _EMPTY) if rank_one is None else (np.ascontiguousarray(v, dtype=float) for v in rank_one)
-        return loops.stationary_grads(self._kind, X1s, X2s, K, dL_dK, a, b, self.variance, ls,
-                                      self._alpha, X2 is None)
+        kern = loops.stationary_params(self._kind, self.variance, ls, self._alpha)
+        return loops.stationary_contract(tuple(kern), X1s, X2s, K, (dL_dK, a, b), X2 is None)  # weights: PairWeights
 
     def grad_params(self, dL_dK, X, X2=None, K=None):
         dvar, dl, dalpha, _, _ = self._grads(dL_dK, X, X2, K)
