@@ -57,7 +57,8 @@ import numpy as np
 
 from gpexplorer import _threads
 from gpexplorer.linalg import CholeskyError
-from gpexplorer.optimize import FAILED_OBJECTIVE, FitResult, Packer, TraceEntry
+from gpexplorer.optimize import (ADAM_BETAS, FAILED_OBJECTIVE, FitResult, Packer, TraceEntry, adam, block_cyclic,
+                                  lbfgsb, perturb_log)
 from gpexplorer.variational import convergence, estimators, marginals, natural_gradients
 from gpexplorer.variational.elbo import MIN_VARIANCE
 from gpexplorer.variational.elbo import elbo as elbo_function
@@ -66,7 +67,6 @@ from gpexplorer.variational.whitening import whitened_block
 METHODS = ("lbfgs", "block-lbfgs", "adam", "natgrad")
 BLOCKS = ("posterior", "hyperparameters", "likelihood")
 FAILURES = (CholeskyError, FloatingPointError, np.linalg.LinAlgError, ValueError)
-ADAM_BETAS = (0.9, 0.999)
 
 
 class Stop(Exception):
@@ -206,46 +206,24 @@ class Recorder:
             raise Stop
 
 
-def _lbfgs(ev, rec, x, idx, maxiter, maxfun, tol, coords=None):
-    """L-BFGS-B over the entries ``idx`` of x (the rest held); returns (x at the best point, n_iter,
-    message). ``coords`` = (positions of the posterior's free vector in x, WhitenedCoordinates):
-    those entries are optimised in whitened coordinates (same objective, better conditioned)."""
-    from scipy.optimize import minimize  # on use, as in gpexplorer.optimize
+def _iterate_hook(ev, rec, gradient=True):
+    """The core strategies' ``on_iterate(x, F)``: records the iterate; True when the callback asks
+    to stop (the run then raises Stop, as the recorder does)."""
+    def on_iterate(x, _F):
+        F, _, terms = ev.at(x, gradient=gradient)
+        try:
+            rec.record(x, F, terms)
+        except Stop:
+            return True
+        return False
+    return on_iterate
 
-    state = {"nit": 0}
-    where, W = coords if coords is not None else (None, None)
-    inner = np.isin(idx, where) if W is not None else None
 
-    def full_x(xb):
-        full = x.copy()
-        full[idx] = xb
-        if W is not None:
-            full[where] = W.to_free(xb[inner])
-        return full
-
-    def fun(xb):
-        F, g, _ = ev.at(full_x(xb))
-        gb = g[idx]
-        if W is not None:
-            gb = gb.copy()
-            gb[inner] = W.gradient(xb[inner], g[where])
-        return F, gb
-
-    def on_iterate(xb):
-        state["nit"] += 1
-        full = full_x(xb)
-        F, _, terms = ev.at(full)
-        rec.record(full, F, terms)
-
-    start = x[idx].copy()
-    if W is not None:
-        start[inner] = W.to_z(x[where])
-    bounds = [ev.bounds[i] for i in idx]
-    options = {"maxiter": int(maxiter), "maxfun": int(maxfun)}
-    if tol is not None:
-        options.update(ftol=tol, gtol=tol)
-    res = minimize(fun, start, jac=True, method="L-BFGS-B", bounds=bounds, callback=on_iterate, options=options)
-    return ev.best[1].copy(), state["nit"], str(res.message)
+def _value_and_gradient(ev):
+    def fun(x):
+        F, g, _ = ev.at(x)
+        return F, g
+    return fun
 
 
 def block_indices(packer):
@@ -265,60 +243,66 @@ def _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block, tol, detai
     x, nit, message = x0, 0, "nothing to optimise"
     if x0.size == 0:
         return x, nit, message
+    lo, hi = ev.packer.box()
+    fun, on_iterate = _value_and_gradient(ev), _iterate_hook(ev, rec)
     if method == "lbfgs":
         coords = whitened_block(model, ev.packer, x) if whiten else None
-        x, nit, message = _lbfgs(ev, rec, x, np.arange(x0.size), max_iter, 15000, tol, coords)
-        details["lbfgs_message"] = message
-        return x, nit, message
+        run = lbfgsb(fun, x, lo, hi, max_iter=max_iter, ftol=tol, gtol=tol, on_iterate=on_iterate, coords=coords)
+        if run.stopped:
+            raise Stop
+        details["lbfgs_message"] = run.message
+        return ev.best[1].copy(), run.n_iter, run.message
     blocks = block_indices(ev.packer)
     details["blocks"] = {b: int(len(v)) for b, v in blocks.items()}
     rounds = details.setdefault("round_objectives", [])
     history = details.setdefault("round_history", [])  # per round: gain, iterations, failed line searches
-    for _ in range(int(max_iter)):
-        before, nit_before, n_before, messages = ev.best[0], nit, ev.n_eval, {}
-        for block, idx in blocks.items():
-            coords = whitened_block(model, ev.packer, x) if whiten and block == "posterior" else None
-            x, n, messages[block] = _lbfgs(ev, rec, x, idx, evals_per_block, evals_per_block, tol, coords)
-            nit += n
+    evaluations = [ev.n_eval]
+
+    def coords_for(block, x):
+        return whitened_block(model, ev.packer, x) if whiten and block == "posterior" else None
+
+    def after_round(gain, iterations, messages):
         rounds.append(float(ev.best[0]))
-        history.append(convergence.round_record(before - ev.best[0], nit - nit_before, ev.n_eval - n_before, messages))
-        if stop_when_converged and convergence.at_rest(history, tau):
-            break  # converged (or stalled: another round would repeat the standstill)
-    return x, nit, f"{len(rounds)} rounds over the blocks {list(blocks)}"
+        history.append(convergence.round_record(gain, iterations, ev.n_eval - evaluations[0], messages))
+        evaluations[0] = ev.n_eval
+        return stop_when_converged and convergence.at_rest(history, tau)  # converged, or stalled
+
+    run = block_cyclic(fun, x0, lo, hi, blocks, rounds=max_iter, evals_per_block=evals_per_block, ftol=tol, gtol=tol,
+                       on_iterate=on_iterate, coords_for=coords_for, after_round=after_round)
+    if run.stopped:
+        raise Stop
+    return run.x, run.n_iter, run.message
 
 
 def _run_adam(model, ev, rec, x0, max_iter, batch_size, learning_rate, trace_every, rng):
     N, Q = model.X.shape[0], model.Q
     B = N if batch_size is None else int(batch_size)
     lo, hi = ev.packer.box()
-    b1, b2 = ADAM_BETAS
-    m, v = np.zeros_like(x0), np.zeros_like(x0)
-    x = x0.copy()
-    F0, _, terms0 = ev.at(x, gradient=False)
-    rec.record(x, F0, terms0, notify=False)
-    failures = 0
-    for t in range(1, int(max_iter) + 1):
+    F0, _, terms0 = ev.at(x0, gradient=False)
+    rec.record(x0, F0, terms0, notify=False)
+    on_iterate = _iterate_hook(ev, rec, gradient=False)
+
+    def gradient(x, t):
         rows = np.sort(rng.choice(N, B, replace=False)) if B < N else np.arange(N)
         eps = None if model.estimator == "quadrature" else rng.standard_normal((model.num_samples, B, Q))
         try:
             values = ev.assign(x)
             _, grads = batch_elbo(model, rows, eps)
-            g = -ev.packer.chain(values, grads)
-            if not np.all(np.isfinite(g)):
-                raise FloatingPointError
-            failures = 0
+            return -ev.packer.chain(values, grads)
         except FAILURES:
-            failures += 1
-            if failures >= 10:
-                return x, t, "stopped: 10 minibatch evaluations in a row failed"
-            continue
-        m = b1 * m + (1 - b1) * g
-        v = b2 * v + (1 - b2) * g * g
-        step = learning_rate * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + 1e-8)
-        x = np.clip(x - step, lo, hi)
+            return None
+
+    def on_step(t, x):  # the full-data ELBO every trace_every steps and after the last
         if t % trace_every == 0 or t == max_iter:
-            F, _, terms = ev.at(x, gradient=False)
-            rec.record(x, F, terms)
+            return on_iterate(x, None)
+        return False
+
+    run = adam(gradient, x0, lo, hi, steps=max_iter, learning_rate=learning_rate, betas=ADAM_BETAS, on_step=on_step)
+    if run.stopped:
+        raise Stop
+    x = run.x
+    if not run.success:
+        return x, run.n_iter, "stopped: 10 minibatch evaluations in a row failed"
     return x, int(max_iter), f"{int(max_iter)} Adam steps (batch size {B})"
 
 
@@ -426,10 +410,7 @@ def exact_round_gain(model, packer, fixed_values, evals_per_block, whiten=True):
 def _restart(model, packer, rng):
     """Log-parameters moved by N(0, 0.5^2) within their boxes, q(u) reset to the prior there."""
     lo, hi = packer.box()
-    x = packer.pack(model.parameters)
-    is_log = np.concatenate([np.full(packer.sizes[n], packer.specs[n].is_log) for n in packer.names]
-                            ) if packer.names else np.zeros(0, bool)
-    x = np.where(is_log, np.clip(x + rng.normal(0.0, 0.5, size=x.shape), lo, hi), x)
+    x = perturb_log(packer.pack(model.parameters), lo, hi, rng, packer.is_log)
     model.assign_parameters(packer.unpack(x))
     if "posterior" in packer.names:
         model.reset_posterior(int(rng.integers(2 ** 31)))
