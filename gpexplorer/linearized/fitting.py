@@ -11,8 +11,9 @@ returns one :class:`gpexplorer.optimize.FitResult` whose ``trace`` holds a
 parameters); ``callback(entry)`` returning True stops the fit. ``max_iter`` is the budget of
 evaluations of F (each one an inner loop). The search box of every parameter is the model's
 (``model.parameter_specs``, changed with ``model.set_bounds``). ``restarts`` extra searches start
-from the log-parameters moved by N(0, 0.5^2) each (as :func:`gpexplorer.optimize.fit` does); the
-best search is kept.
+from the log-parameters moved by N(0, 0.5^2) each (:func:`gpexplorer.optimize.perturb_log`); the
+best search is kept (:func:`gpexplorer.optimize.best_of_starts`). The derivative-free searches are
+the optimiser core's (:func:`gpexplorer.optimize.derivative_free`).
 
 Deprecated for one release: ``max_evals`` (LinearizedGP) / ``max_evaluations``
 (LinearizedKitchenSinks) for ``max_iter``, and ``bounds={name: (low, high)}``, which applies
@@ -26,11 +27,10 @@ import warnings
 
 import numpy as np
 
-__all__ = ["RESTART_SPREAD", "check_count", "evaluation_budget", "bounds_for_fit", "perturbed_start",
-           "best_of_starts"]
+from gpexplorer import optimize
+from gpexplorer.optimize import RESTART_SPREAD, perturb_log
 
-#: standard deviation of the perturbation of the log-parameters at a restart (gpexplorer.optimize's)
-RESTART_SPREAD = 0.5
+__all__ = ["RESTART_SPREAD", "check_count", "evaluation_budget", "bounds_for_fit", "best_of_starts"]
 
 
 def check_count(name, value, minimum):
@@ -72,27 +72,22 @@ def _temporary_bounds(model, bounds):
         model.set_bounds(**previous)
 
 
-def perturbed_start(x0, lo, hi, rng):
-    """A restart: log-parameters x0 moved by N(0, RESTART_SPREAD^2) each, clipped into [lo, hi]."""
-    return np.clip(x0 + rng.normal(0.0, RESTART_SPREAD, size=np.shape(x0)), lo, hi)
-
-
 def best_of_starts(search, x0, lo, hi, restarts, seed):
-    """Run ``search(x_start)`` from x0 and from ``restarts`` perturbed starts (:func:`perturbed_start`,
-    ``seed``); each run returns a dict with at least "objective" (-F of its best point), "n_iter",
-    "message" and "stopped" (the callback asked to stop: no further starts). Returns (the run with
-    the lowest objective, a summary {"start", "objective", "n_iter", "message"} per run)."""
+    """Run ``search(x_start)`` from x0 and from ``restarts`` starts perturbed by
+    :func:`gpexplorer.optimize.perturb_log` (``seed``); each run returns a dict with at least
+    "objective" (-F of its best point), "n_iter", "message" and "stopped" (the callback asked to
+    stop: no further starts). Returns (the run with the lowest objective, a summary {"start",
+    "objective", "n_iter", "message"} per run)."""
     restarts = check_count("restarts", restarts, 0)
     rng = np.random.default_rng(seed)
-    runs = []
-    for start in range(restarts + 1):
-        run = search(x0 if start == 0 else perturbed_start(x0, lo, hi, rng))
-        run["start"] = start
-        runs.append(run)
-        if run["stopped"]:
-            break
-    best = min(runs, key=lambda r: r["objective"])
-    return best, [{k: r[k] for k in ("start", "objective", "n_iter", "message")} for r in runs]
+
+    def starts():
+        yield x0
+        for _ in range(restarts):
+            yield perturb_log(x0, lo, hi, rng)
+
+    best, runs = optimize.best_of_starts(search, starts())
+    return best, optimize.summaries(runs)
 
 
 def fit_free_energy(model, max_iter, fixed, restarts, seed, callback, method, xtol, ftol, initial_step):
@@ -106,8 +101,8 @@ def fit_free_energy(model, max_iter, fixed, restarts, seed, callback, method, xt
     from gpexplorer import _threads
     from gpexplorer.linearized.gauss_newton import NumericalFailure
     from gpexplorer.linearized.learning import (FAILED, FisherScore, FreeEnergyObjective, StopSearch,
-                                                fisher_scoring, scipy_search, variance_like)
-    from gpexplorer.optimize import FitResult, Packer, expand_fixed
+                                                fisher_scoring, variance_like)
+    from gpexplorer.optimize import FitResult, Packer, derivative_free, expand_fixed
 
     initial = model.parameters
     packer = Packer(model.parameter_specs, initial, expand_fixed(model, fixed))
@@ -128,8 +123,9 @@ def fit_free_energy(model, max_iter, fixed, restarts, seed, callback, method, xt
                 success, message, iterations = fisher_scoring(objective, score, x_start, lo, hi,
                                                               variance_like(packer), max_evals=max_iter, ftol=ftol)
             else:
-                success, message = scipy_search(objective, x_start, lo, hi, method, max_iter, xtol, ftol,
-                                                initial_step)
+                run = derivative_free(objective, x_start, lo, hi, method=method, max_evals=max_iter, xtol=xtol,
+                                      ftol=ftol if method == "nelder-mead" else 1e-8, initial_step=initial_step)
+                success, message = run.success, run.message
         except StopSearch:
             success, message, stopped = False, "stopped by the callback", True
         except BaseException:  # e.g. a callback cancelling the fit: leave the model at the best point

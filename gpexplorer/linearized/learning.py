@@ -4,8 +4,8 @@ and the searches :meth:`gpexplorer.linearized.gp.LinearizedGP.fit` runs on it.
 EGP paper section 3.2 maximises the approximate free energy F of eq. 41 over the log kernel
 hyperparameters and the log noise variance sigma^2 with a derivative-free method; every
 evaluation of F runs the Gauss-Newton inner loop (eq. 34-37). Besides scipy's derivative-free
-minimisers (:func:`scipy_search`), :func:`fisher_scoring` uses the gradient of F and the Fisher
-information of the linearised model: on the EGP paper's Table 1 problems (N = 200) it needs
+minimisers (:func:`gpexplorer.optimize.derivative_free`), :func:`fisher_scoring` uses the
+gradient of F and the Fisher information of the linearised model: on the EGP paper's Table 1 problems (N = 200) it needs
 about 6 evaluations of F and 5 gradients where COBYLA needs about 21 evaluations, and takes
 about 40% of COBYLA's time (``tests/benchmarks/bench_linearized_gp.py --method fisher,cobyla``).
 
@@ -56,7 +56,7 @@ from gpexplorer.linalg import CholeskyError
 from gpexplorer.optimize import FAILED_OBJECTIVE, TraceEntry
 
 __all__ = ["FreeEnergyObjective", "StopSearch", "FisherScore", "linearised_evidence_gradient", "fisher_scoring",
-           "scipy_search", "variance_like", "FAILED"]
+           "variance_like", "FAILED"]
 
 FAILED = FAILED_OBJECTIVE  # negative free energy reported for a point the inner loop cannot handle
 #: largest trust region of :func:`fisher_scoring` (log units: a factor e^10 in one step)
@@ -381,28 +381,3 @@ def variance_like(packer):
     natural parametrisation."""
     return np.array([name.endswith("variance") for name in packer.names for _ in range(packer.sizes[name])],
                     dtype=bool)
-
-
-def scipy_search(objective, x0, lo, hi, method, max_evals, xtol, ftol, step):
-    """Run scipy's derivative-free minimiser of -F ("cobyla", "nelder-mead" or "powell");
-    returns (success, message)."""
-    from scipy import optimize  # on use: importing scipy.optimize costs a page's start-up 0.4 s
-
-    bounds = optimize.Bounds(lo, hi)
-    if method == "cobyla":
-        res = optimize.minimize(objective, x0, method="COBYLA", bounds=bounds,
-                                options={"rhobeg": step, "tol": xtol, "maxiter": max_evals})
-    elif method == "nelder-mead":
-        simplex = [x0]
-        for i in range(x0.size):
-            v = x0.copy()
-            v[i] = v[i] + step if v[i] + step <= hi[i] else v[i] - step
-            simplex.append(v)
-        res = optimize.minimize(objective, x0, method="Nelder-Mead", bounds=bounds,
-                                options={"initial_simplex": np.array(simplex), "xatol": xtol,
-                                         "fatol": ftol, "maxfev": max_evals})
-    else:
-        res = optimize.minimize(objective, x0, method="Powell", bounds=bounds,
-                                options={"xtol": xtol, "ftol": 1e-8, "maxfev": max_evals,
-                                         "direc": step * np.eye(x0.size)})
-    return bool(res.success), str(res.message)
