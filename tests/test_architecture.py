@@ -415,3 +415,32 @@ def test_jitted_signatures_stay_small():
                    for r in ast.walk(f) if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)
                    and len(r.value.elts) > JIT_MAX_TUPLE]
     assert not too_many and not long_tuples, too_many + long_tuples
+
+
+def private_scipy_imports(paths):
+    """``import scipy.x._y``, ``from scipy.x._y import ...`` and ``from scipy.x import _y`` (a
+    private scipy module or name: no stable API, as the former L-BFGS-B loop on
+    ``scipy.optimize._lbfgsb`` that sniffed its docstring for the signature) in ``paths``."""
+    out = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            private = [n for n in names if n.split(".")[0] == "scipy" and
+                       any(p.startswith("_") for p in n.split(".")[1:])]
+            if private:
+                out.append(f"{path.name}:{node.lineno} imports {private[-1]}")
+    return out
+
+
+def test_no_private_scipy_module_is_imported(tmp_path):
+    found = private_scipy_imports(sorted(PACKAGE.rglob("*.py")))
+    assert not found, found
+    bad = tmp_path / "bad.py"
+    bad.write_text("from scipy.optimize import _lbfgsb\nimport scipy.optimize._minimize\n"
+                   "from scipy.optimize._lbfgsb_py import status_messages\nfrom scipy.optimize import minimize\n")
+    assert len(private_scipy_imports([bad])) == 3
