@@ -4,7 +4,8 @@ of the flat vector, or a subset, optionally in other coordinates) and block-cycl
 ``fun(x) -> (F, gradient)`` on the full flat vector; ``on_iterate(x, F)`` after each accepted
 iterate (x the full vector, valid during the call only) returns True to stop, which ends
 scipy's loop through its ``callback(intermediate_result)`` raising StopIteration
-(scipy >= 1.11; the message is scipy's "STOP: CALLBACK REQUESTED HALT"). A ``cancel``
+(scipy >= 1.11); the run's message is then :data:`~gpexplorer.optimize.results.STOPPED_MESSAGE`,
+as for every strategy. A ``cancel``
 (:func:`gpexplorer.optimize.results.as_cancel`) is checked before each evaluation.
 
 The strategy adds nothing per evaluation where it optimises the whole vector in its own
@@ -17,7 +18,7 @@ import math
 
 import numpy as np
 
-from gpexplorer.optimize.results import CANCELLED_MESSAGE, Cancelled, Run, as_cancel
+from gpexplorer.optimize.results import CANCELLED_MESSAGE, STOPPED_MESSAGE, Cancelled, Run, as_cancel
 
 __all__ = ["lbfgsb", "block_cyclic", "SCIPY_FTOL", "SCIPY_GTOL", "MAXFUN"]
 
@@ -121,7 +122,9 @@ def lbfgsb(fun, x0, lo, hi, *, max_iter, maxfun=MAXFUN, ftol=None, gtol=None, on
                        callback=callback if on_iterate is not None or check is not None else None, options=options)
     except Cancelled:
         return Run(state["last"], False, CANCELLED_MESSAGE, state["nit"], cancelled=True)
-    return Run(to_full(res.x), bool(res.success), str(res.message), int(res.nit), stopped=state["stopped"])
+    if state["stopped"]:
+        return Run(to_full(res.x), False, STOPPED_MESSAGE, int(res.nit), stopped=True)
+    return Run(to_full(res.x), bool(res.success), str(res.message), int(res.nit))
 
 
 def block_cyclic(fun, x0, lo, hi, blocks, *, rounds, evals_per_block, ftol=None, gtol=None, on_iterate=None,
