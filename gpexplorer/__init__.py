@@ -11,12 +11,8 @@ only when it is called.
 
 import importlib
 
-from gpexplorer import _moved_modules
-
 __all__ = ["covariances", "datasets", "inducing", "kernels", "likelihoods", "metrics", "models"]
 __version__ = "0.1.0"
-
-_moved_modules.install()  # the flat layout's module paths, deprecated for one release
 
 
 def __getattr__(name):

@@ -116,7 +116,7 @@ def _reproduce(args):
 
 
 def _warmup(args):
-    from gpexplorer import warmup
+    from gpexplorer.ui import warmup
 
     warmup.main()
 

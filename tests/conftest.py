@@ -17,7 +17,7 @@ def pytest_sessionstart(session):
     warm-up of its own on an empty cache). Skipped when already warm (the marker is there)."""
     if os.environ.get("GPX_SKIP_WARMUP"):
         return
-    from gpexplorer import warmup
+    from gpexplorer.ui import warmup
 
     if not warmup.is_warm():
         warmup.main(quiet=True)

@@ -62,8 +62,8 @@ MAX_LINES = 450
 #: ARCHITECTURE.md (numba presets, BLAS ffi, validation, the thread policy) and the numba leaves
 #: (``kernels/_loops``, ``sparse/_core``, ``linearized/_loops``: compiled callers elsewhere, such
 #: as the fused path in sparse/_core, must call compiled leaves directly). Any other private
-#: module only by its own package (``gpexplorer/__init__`` -> ``_moved_modules``). Private
-#: *names* inside a module are never imported, nor reached as ``module._name``, across modules.
+#: module only by its own package. Private *names* inside a module are never imported, nor
+#: reached as ``module._name``, across modules.
 PACKAGE_PRIVATE_MODULES = {"_jit", "_blas", "_checks", "_threads", "_loops", "_core"}
 #: calls that set BLAS or numba thread counts for the whole process
 THREAD_SETTERS = {"threadpool_limits", "limit", "openblas_set_num_threads", "openblas_set_num_threads_local",
@@ -415,6 +415,16 @@ def test_jitted_signatures_stay_small():
                    for r in ast.walk(f) if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)
                    and len(r.value.elts) > JIT_MAX_TUPLE]
     assert not too_many and not long_tuples, too_many + long_tuples
+
+
+def test_pages_import_nothing_from_the_reproductions():
+    """``ui/`` sits above the library, not above ``experiments/``: a page's data are
+    ``datasets`` entries and its computing half lives in the inference families."""
+    pages = [m for m in MODULES if m.startswith("gpexplorer.ui")]
+    assert len(pages) > 10
+    found = [f"{_where(MODULES, m, line)} imports {target}" for m in pages
+             for line, target, _, _ in imports_of(MODULES, m) if target.startswith("gpexplorer.experiments")]
+    assert not found, found
 
 
 def private_scipy_imports(paths):

@@ -247,3 +247,33 @@ def test_from_csv_roundtrip(a):
     ds = from_csv(header + "\n" + body + "\n")
     np.testing.assert_array_equal(ds.X, a[:, :-1])
     np.testing.assert_array_equal(ds.y, a[:, -1])
+
+
+# ------------------------------------------------------------------------------- papers' data
+
+
+def test_coal_mining_binnings_count_every_event():
+    paper, page = load("coal_mining"), load("coal_mining", n_bins=100, span=(1851.0, 1963.0))
+    assert paper.X.shape == (811, 1) and paper.y.sum() == 191 == page.y.sum()
+    assert paper.meta["bin_days"] == pytest.approx(50.0)
+    assert paper.meta["offset"] == pytest.approx(np.log(191 / 811))
+    assert page.X[0, 0] == pytest.approx(1851.0 + 0.5 * 1.12) and page.meta["bin_years"] == pytest.approx(1.12)
+    with pytest.raises(ValueError, match="span"):
+        load("coal_mining", span=(1963.0, 1851.0))
+
+
+def test_breast_cancer_and_toy_inversion():
+    cancer = load("breast_cancer")
+    assert cancer.X.shape == (569, 30) and set(cancer.y.tolist()) == {0.0, 1.0} and len(cancer.meta["features"]) == 30
+    toy = load("toy_inversion", forward="tanh2", n_points=50, seed=1)
+    assert toy.X.shape == (50, 1) and toy.f.shape == (50,) and toy.forward == "tanh2"
+    np.testing.assert_array_equal(toy.y, load("toy_inversion", forward="tanh2", n_points=50, seed=1).y)
+
+
+def test_a_missing_data_file_names_where_it_belongs(monkeypatch, tmp_path):
+    from gpexplorer.datasets import arrays
+
+    monkeypatch.setenv("GPEXPLORER_ASSETS", str(tmp_path))
+    monkeypatch.setattr(arrays, "SHARED_DATASETS", tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="snelson1d.csv is missing"):
+        load("snelson")

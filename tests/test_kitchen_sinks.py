@@ -323,15 +323,16 @@ def test_lengthscale_scan_escapes_the_ripple_the_local_search_ends_in():
     rugged in the lengthscale and COBYQA alone stopped at l = 0.56, eq. 20 = -26.6 (NLPD f* 1.44);
     the scan finds the better basin near l = 0.25 (eq. 20 ~ -9.5, NLPD f* ~ -0.5)."""
     from gpexplorer.experiments import linearized_papers as lx
+    from gpexplorer.datasets import toy_inversion
     from gpexplorer import metrics
 
-    data = lx.toy_inversion_data("sin", seed=0)
+    data = toy_inversion("sin", seed=0)
     train, test = lx.cv_folds(seed=0)[1]
     results = {}
     for scan in (False, True):
-        m = lx.make_model("EKS", data.x[train], data.y[train], "sin", n_features=200, seed=1)
+        m = lx.make_model("EKS", data.X[train], data.y[train], "sin", n_features=200, seed=1)
         fit = m.fit(scan_lengthscale=scan)
-        mf, vf = m.predict_f(data.x[test])
+        mf, vf = m.predict_f(data.X[test])
         results[scan] = (fit, m.lengthscale, metrics.nlpd(data.f[test], mf[:, 0], vf[:, 0]))
     (plain, l_plain, nlpd_plain), (scanned, l_scan, nlpd_scan) = results[False], results[True]
     assert plain.details["scan_restarts"] == 0 and scanned.details["scan_restarts"] >= 1

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gpexplorer import kernels
-from gpexplorer.experiments.linearized_papers import toy_inversion_data
+from gpexplorer.datasets import toy_inversion
 from gpexplorer.likelihoods.forward_models import get_forward_model
 from gpexplorer.linearized import comparison
 from gpexplorer.linearized.comparison import ComparisonSettings, InversionProblem
@@ -28,10 +28,10 @@ ALL = list(comparison.METHODS)
 def toy_problem(forward="sin", n_train=60, n_points=300, seed=0):
     """EGP paper 4.1's problem on a coarser grid: n_train random training points, the rest test."""
     g = get_forward_model(forward)
-    d = toy_inversion_data(g, seed=seed, n_points=n_points)
+    d = toy_inversion(g, seed=seed, n_points=n_points)
     order = np.random.default_rng(seed).permutation(n_points)
     train, test = np.sort(order[:n_train]), np.sort(order[n_train:])
-    return InversionProblem(d.x[train], d.y[train], d.x[:, 0], f"toy {forward}", f_true=d.f, y_grid=d.y,
+    return InversionProblem(d.X[train], d.y[train], d.X[:, 0], f"toy {forward}", f_true=d.f, y_grid=d.y,
                             test=test), g
 
 

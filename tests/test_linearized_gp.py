@@ -14,7 +14,8 @@ from gpexplorer.linalg import JitterWarning
 from gpexplorer.linearized.linearization import taylor, unscented
 from gpexplorer.linearized.gauss_newton import IterationRecord, NumericalFailure, Linearizer, step_length_search
 from gpexplorer.linearized.gp import LinearizedGP
-from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds, toy_inversion_data
+from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds
+from gpexplorer.datasets import toy_inversion
 from gpexplorer.models import ExactGPR
 
 LINEARIZATIONS = ("taylor", "unscented")
@@ -122,9 +123,9 @@ def test_diverged_ugp_keeps_the_posterior_of_its_last_good_mean():
     'diverge' after 8 accepted steps. Mean and C are those of the 8th step's linearisation (EGP paper
     sec. 2.5, 'return the last good value'; the original code keeps them the same way), not a
     re-linearisation about the kept mean, which gives other variances (checked below)."""
-    data = toy_inversion_data("tanh2", seed=0)
+    data = toy_inversion("tanh2", seed=0)
     train = cv_folds()[1][0]
-    X, y = data.x[train], data.y[train]
+    X, y = data.X[train], data.y[train]
     kernel = kernels.Matern52(variance=0.929, lengthscale=0.64)
     m = LinearizedGP(X, y, forward="tanh2", linearization="unscented", kernel=kernel.copy(), noise_variance=0.044)
     m.fit_posterior()
@@ -197,9 +198,9 @@ def test_lean_linearisation_path_equals_the_shared_module():
 @pytest.mark.parametrize("linearization", LINEARIZATIONS)
 @pytest.mark.parametrize("forward", ["poly3", "exp", "sin", "tanh2"])
 def test_map_objective_never_decreases_over_accepted_iterations(forward, linearization):
-    data = toy_inversion_data(forward, seed=0)
+    data = toy_inversion(forward, seed=0)
     train = cv_folds()[0][0]
-    m = LinearizedGP(data.x[train], data.y[train], forward=forward, linearization=linearization,
+    m = LinearizedGP(data.X[train], data.y[train], forward=forward, linearization=linearization,
                      kernel=kernels.Matern52(0.64, 0.6), noise_variance=0.04, tol=1e-10)
     m.fit_posterior()
     trace = m.trace
@@ -237,23 +238,23 @@ def test_taylor_fixed_point_is_a_stationary_point_of_the_map_objective():
 
 def test_forced_divergence_keeps_the_last_good_mean():
     """UGP on tanh(2f) with no step cuts allowed: a full step that worsens eq. 31 ends the loop."""
-    data = toy_inversion_data("tanh2", seed=0)
+    data = toy_inversion("tanh2", seed=0)
     train = cv_folds()[0][0]
     args = dict(forward="tanh2", linearization="unscented", kernel=kernels.Matern52(0.64, 0.6),
                 noise_variance=0.04, max_step_cuts=0)
-    m = LinearizedGP(data.x[train], data.y[train], **args).fit_posterior()
+    m = LinearizedGP(data.X[train], data.y[train], **args).fit_posterior()
     assert m.diverged and not m.converged
     last = m.trace[-1]
     assert last.status == "diverged" and last.step_cuts == 0 and last.alpha == 1.0
     assert last.map_objective == m.trace[-2].map_objective
     # the same loop stopped just before the failing iteration returns the very same mean
     k = last.iteration - 1
-    before = LinearizedGP(data.x[train], data.y[train], max_iter=k, **args).fit_posterior()
+    before = LinearizedGP(data.X[train], data.y[train], max_iter=k, **args).fit_posterior()
     assert not before.diverged
     np.testing.assert_array_equal(m.posterior_mean, before.posterior_mean)
     assert m.map_objective() == before.map_objective()
     # with cuts allowed the search shrinks alpha and carries on
-    relaxed = LinearizedGP(data.x[train], data.y[train], **{**args, "max_step_cuts": 10}).fit_posterior()
+    relaxed = LinearizedGP(data.X[train], data.y[train], **{**args, "max_step_cuts": 10}).fit_posterior()
     assert relaxed.map_objective() >= m.map_objective()
     assert any(t.step_cuts > 0 for t in relaxed.trace[1:])
 
@@ -355,19 +356,19 @@ def test_duplicate_inputs_are_handled_and_jitter_is_reported():
 # non-differentiable forward model, prediction by Monte Carlo
 # ------------------------------------------------------------------------------------------
 def test_ugp_handles_sign_cubic_and_egp_refuses_it():
-    data = toy_inversion_data("sign_cubic", seed=0)
+    data = toy_inversion("sign_cubic", seed=0)
     train, test = cv_folds()[0]
     with pytest.raises(ValueError, match="unscented"):
-        LinearizedGP(data.x[train], data.y[train], forward="sign_cubic", linearization="taylor")
-    m = LinearizedGP(data.x[train], data.y[train], forward="sign_cubic", linearization="ugp",
+        LinearizedGP(data.X[train], data.y[train], forward="sign_cubic", linearization="taylor")
+    m = LinearizedGP(data.X[train], data.y[train], forward="sign_cubic", linearization="ugp",
                      kernel=kernels.Matern52(0.64, 0.6), noise_variance=0.04)
     m.fit_posterior()
-    mean, var = m.predict_f(data.x[test])
+    mean, var = m.predict_f(data.X[test])
     assert np.all(np.isfinite(mean)) and np.all(var > 0)
     # the jump of 2 sign(f) makes the sign of f identifiable away from zero
     clear = np.abs(data.f[test]) > 0.3
     assert np.mean(np.sign(mean[clear]) == np.sign(data.f[test][clear])) > 0.95
-    my, _ = m.predict_y(data.x[test], method="unscented")
+    my, _ = m.predict_y(data.X[test], method="unscented")
     assert np.mean((my - data.y[test]) ** 2) < 0.5 * np.var(data.y[test])
 
 
@@ -393,9 +394,9 @@ def test_predict_y_quadrature_agrees_with_monte_carlo(forward):
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("linearization", LINEARIZATIONS)
 def test_learning_increases_free_energy_and_recovers_table1_values(linearization):
-    data = toy_inversion_data("sin", seed=0)
+    data = toy_inversion("sin", seed=0)
     train, test = cv_folds()[1]
-    m = LinearizedGP(data.x[train], data.y[train], forward="sin", linearization=linearization,
+    m = LinearizedGP(data.X[train], data.y[train], forward="sin", linearization=linearization,
                      kernel=kernels.Matern52(1.0, 1.0), noise_variance=1.0)
     before = m.free_energy()
     result = m.set_bounds(**PAPER_BOUNDS).fit()
@@ -411,7 +412,7 @@ def test_learning_increases_free_energy_and_recovers_table1_values(linearization
     assert 0.02 < p["noise_variance"] < 0.08          # truth 0.2^2 = 0.04
     assert 0.3 < p["lengthscale"] < 1.2                # truth 0.6
     assert 0.64 / 3 < p["variance"] < 0.64 * 3          # truth 0.64
-    mean, var = m.predict_f(data.x[test])
+    mean, var = m.predict_f(data.X[test])
     assert np.mean((mean - data.f[test]) ** 2) < 0.2 * np.var(data.f[test])
 
 

@@ -16,7 +16,8 @@ from gpexplorer.linearized import learning as ll
 from gpexplorer.likelihoods.forward_models import get_forward_model
 from gpexplorer.linearized.gauss_newton import cholesky_W
 from gpexplorer.linearized.gp import LinearizedGP
-from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds, toy_inversion_data
+from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds
+from gpexplorer.datasets import toy_inversion
 from gpexplorer.models import ExactGPR
 from gpexplorer.optimize import Packer
 from gpexplorer.parameters import Parameter
@@ -271,11 +272,11 @@ def test_fisher_scoring_of_a_noise_variance_is_exact_in_one_step():
 @pytest.mark.parametrize("linearization", ["taylor", "unscented"])
 @pytest.mark.parametrize("forward", ["sin", "poly3", "exp"])
 def test_fisher_scoring_reaches_at_least_cobylas_free_energy(forward, linearization):
-    data = toy_inversion_data(forward, seed=0)
+    data = toy_inversion(forward, seed=0)
     train = cv_folds()[2][0]
     fits = {}
     for method in ("fisher", "cobyla"):
-        m = LinearizedGP(data.x[train], data.y[train], forward=forward, linearization=linearization,
+        m = LinearizedGP(data.X[train], data.y[train], forward=forward, linearization=linearization,
                          kernel=kernels.Matern52(1.0, 1.0), noise_variance=1.0)
         fits[method] = (m.set_bounds(**PAPER_BOUNDS).fit(method=method), m.free_energy())
     result, F = fits["fisher"]
@@ -287,9 +288,9 @@ def test_fisher_scoring_reaches_at_least_cobylas_free_energy(forward, linearizat
 
 def test_egp_learning_ends_at_a_maximum_of_the_free_energy():
     """A tight Nelder-Mead search started from the Fisher-scoring result finds nothing better."""
-    data = toy_inversion_data("sin", seed=0)
+    data = toy_inversion("sin", seed=0)
     train = cv_folds()[0][0]
-    m = LinearizedGP(data.x[train], data.y[train], forward="sin", kernel=kernels.Matern52(1.0, 1.0),
+    m = LinearizedGP(data.X[train], data.y[train], forward="sin", kernel=kernels.Matern52(1.0, 1.0),
                      noise_variance=1.0)
     m.set_bounds(**PAPER_BOUNDS).fit()
     F = m.free_energy()

@@ -5,7 +5,7 @@ on its budget (issue 23): gpexplorer/linearized/convergence.py's verdict in ever
 import numpy as np
 import pytest
 
-from gpexplorer.experiments.linearized_papers import toy_inversion_data
+from gpexplorer.datasets import toy_inversion
 from gpexplorer.likelihoods.forward_models import get_forward_model
 from gpexplorer.linearized import comparison
 from gpexplorer.optimize import FitResult, TraceEntry
@@ -14,9 +14,9 @@ from gpexplorer.optimize import FitResult, TraceEntry
 @pytest.fixture(scope="module")
 def problem():
     forward = get_forward_model("sin")
-    d = toy_inversion_data(forward, n_points=80)
+    d = toy_inversion(forward, n_points=80)
     train, test = np.arange(0, 80, 2), np.arange(1, 80, 2)
-    data = comparison.InversionProblem(d.x[train], d.y[train], d.x[:, 0], "sin", f_true=d.f, y_grid=d.y, test=test)
+    data = comparison.InversionProblem(d.X[train], d.y[train], d.X[:, 0], "sin", f_true=d.f, y_grid=d.y, test=test)
     return data, forward
 
 

@@ -112,18 +112,11 @@ def test_set_parameters_takes_keywords_or_a_mapping():
         m.set_parameters(Z=np.zeros((3, 1)))
 
 
-@pytest.mark.parametrize("old, new", [
-    ("gpexplorer.linearized_experiments", "gpexplorer.experiments.linearized_papers"),
-    ("gpexplorer.comparison", "gpexplorer.sparse.comparison"),
-    ("gpexplorer.forward_models", "gpexplorer.likelihoods.forward_models"),
-])
-def test_flat_module_paths_still_import_with_a_warning(old, new):
-    import sys
-
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(new)
+@pytest.mark.parametrize("old", ["gpexplorer.linearized_experiments", "gpexplorer.comparison",
+                                 "gpexplorer.forward_models", "gpexplorer.warmup"])
+def test_the_flat_layouts_module_paths_are_gone(old):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
 
 
 def test_new_paths_import_without_warnings():

@@ -5,6 +5,7 @@ import pytest
 
 from gpexplorer import kernels
 from gpexplorer.experiments import linearized_papers as lx
+from gpexplorer.datasets import toy_inversion
 from gpexplorer.linearized.gp import LinearizedGP
 
 KAPPA = 0.5
@@ -83,11 +84,11 @@ def test_free_energy_is_smooth_where_the_map_search_stops_on_diverge():
     tests/benchmarks/free_energy_profile.py: every fixed point is found and F is concave along the
     grid (the paper's MAP-monitored loop stops on 'diverge' at 8 of these 14 points and F jumps
     by up to 150 nats)."""
-    data = lx.toy_inversion_data("tanh2", seed=0)
+    data = toy_inversion("tanh2", seed=0)
     train, _ = lx.cv_folds(seed=0)[0]
     values = []
     for variance in np.geomspace(0.25, 3.2, 14):
-        model = lx.make_model("UGP", data.x[train], data.y[train], "tanh2", inner_loop="fixed-point")
+        model = lx.make_model("UGP", data.X[train], data.y[train], "tanh2", inner_loop="fixed-point")
         model.set_parameters({"variance": variance, "lengthscale": 0.75, "noise_variance": 0.045})
         model.fit_posterior()
         assert model.converged and not model.diverged

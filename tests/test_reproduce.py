@@ -9,6 +9,7 @@ from gpexplorer.likelihoods import forward_models
 from gpexplorer.experiments import reproduce
 from gpexplorer.datasets import seismic
 from gpexplorer.experiments import linearized_papers as lx
+from gpexplorer.datasets import toy_inversion
 
 
 # ------------------------------------------------------------------------------------------------
@@ -45,21 +46,21 @@ def whitened_mean_square(samples, x, variance, lengthscale):
 # toy inversion data (EGP paper section 4.1)
 # ------------------------------------------------------------------------------------------------
 def test_toy_data_shapes_grid_and_seeding():
-    a = lx.toy_inversion_data("sin", seed=3)
-    assert a.x.shape == (1000, 1) and a.f.shape == a.y.shape == (1000,)
-    np.testing.assert_allclose(a.x[:, 0], np.linspace(-2 * np.pi, 2 * np.pi, 1000))
-    b = lx.toy_inversion_data("sin", seed=3)
+    a = toy_inversion("sin", seed=3)
+    assert a.X.shape == (1000, 1) and a.f.shape == a.y.shape == (1000,)
+    np.testing.assert_allclose(a.X[:, 0], np.linspace(-2 * np.pi, 2 * np.pi, 1000))
+    b = toy_inversion("sin", seed=3)
     np.testing.assert_array_equal(a.f, b.f)
     np.testing.assert_array_equal(a.y, b.y)
-    assert not np.allclose(lx.toy_inversion_data("sin", seed=4).f, a.f)
-    assert not np.allclose(lx.toy_inversion_data("exp", seed=3).f, a.f)  # one draw per forward model
+    assert not np.allclose(toy_inversion("sin", seed=4).f, a.f)
+    assert not np.allclose(toy_inversion("exp", seed=3).f, a.f)  # one draw per forward model
 
 
 def test_toy_latent_has_the_papers_matern_covariance():
     # every 10th point (well conditioned) of 10 draws, whitened with an independent reference
     sub = np.arange(0, 1000, 10)
     x = np.linspace(-2 * np.pi, 2 * np.pi, 1000)[sub]
-    F = np.stack([lx.toy_inversion_data("identity", seed=s).f[sub] for s in range(10)], axis=1)
+    F = np.stack([toy_inversion("identity", seed=s).f[sub] for s in range(10)], axis=1)
     assert abs(whitened_mean_square(F, x, 0.64, 0.6) - 1.0) < 0.15  # s.e. ~ sqrt(2/1000) = 0.045
     # the check has power: a wrong lengthscale or amplitude is far off
     assert abs(whitened_mean_square(F, x, 0.64, 0.3) - 1.0) > 0.4
@@ -68,14 +69,14 @@ def test_toy_latent_has_the_papers_matern_covariance():
 
 def test_toy_observations_are_g_of_f_plus_noise_0p2():
     for name in ("poly3", "tanh2"):
-        d = lx.toy_inversion_data(name, seed=0)
+        d = toy_inversion(name, seed=0)
         g = forward_models.get_forward_model(name).value(d.f[:, None])[:, 0]
         resid = d.y - g
         assert abs(resid.std() - 0.2) < 0.02 and abs(resid.mean()) < 0.03  # s.e. 0.0045 and 0.0063
 
 
 def test_se_latent_variant_differs_and_is_smoother():
-    m, s = lx.toy_inversion_data("identity", seed=0), lx.toy_inversion_data("identity", seed=0, latent_kernel="se")
+    m, s = toy_inversion("identity", seed=0), toy_inversion("identity", seed=0, latent_kernel="se")
     assert s.latent_kernel == "se" and not np.allclose(m.f, s.f)
     rough = lambda f: np.mean(np.diff(f, 2) ** 2) / np.var(f)  # noqa: E731
     assert rough(s.f) < rough(m.f)
@@ -99,10 +100,10 @@ def test_cv_folds_are_seeded():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: lx.toy_inversion_data("sin", latent_kernel="rbf2"), "latent_kernel"),
-    (lambda: lx.toy_inversion_data("nope"), "unknown forward model"),
-    (lambda: lx.toy_inversion_data("sin", n_points=1), "n_points"),
-    (lambda: lx.toy_inversion_data("sin", noise_std=float("nan")), "noise_std"),
+    (lambda: toy_inversion("sin", latent_kernel="rbf2"), "latent_kernel"),
+    (lambda: toy_inversion("nope"), "unknown forward model"),
+    (lambda: toy_inversion("sin", n_points=1), "n_points"),
+    (lambda: toy_inversion("sin", noise_std=float("nan")), "noise_std"),
     (lambda: lx.cv_folds(n_splits=1), "n_splits"),
     (lambda: lx.run_toy(n_folds=6), "n_folds"),
     (lambda: lx.run_toy(methods=("EGP", "XGP")), "unknown method"),

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gpexplorer import cli
+from gpexplorer.datasets import arrays as datasets_arrays
 from gpexplorer.experiments import distributed, savigp_coal, savigp_large, savigp_papers
 
 
@@ -112,7 +113,7 @@ def test_usps_quick_puts_savigp_beside_egp_and_ugp(dask_ok, spy_run_cells, tmp_p
 
 def test_missing_data_file_gives_a_clear_message(monkeypatch, tmp_path):
     monkeypatch.setenv("GPEXPLORER_ASSETS", str(tmp_path))
-    monkeypatch.setattr(savigp_papers, "SHARED_DATASETS", tmp_path / "nowhere")
+    monkeypatch.setattr(datasets_arrays, "SHARED_DATASETS", tmp_path / "nowhere")
     with pytest.raises(ValueError, match="boston_housing.csv is missing"):
         savigp_papers.load_sweep_data("boston")
 

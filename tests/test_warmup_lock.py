@@ -19,12 +19,12 @@ import time
 
 import pytest
 
-from gpexplorer import warmup
+from gpexplorer.ui import warmup
 from gpexplorer.ui import preparing
 
 HOLDER = """
 import sys, time
-from gpexplorer import warmup
+from gpexplorer.ui import warmup
 fd = warmup.take_lock()
 warmup._write_progress(done=1, total=7, finished=False, error=None)
 print("held" if fd is not None and fd >= 0 else "not held", flush=True)
@@ -38,7 +38,7 @@ def empty_cache(tmp_path, monkeypatch):
     warm-up fills (the one ``warmup.cache_dir()`` names in those processes)."""
     base = tmp_path / "numba"
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(base))
-    folder = subprocess.run([sys.executable, "-c", "from gpexplorer import warmup; print(warmup.cache_dir())"],
+    folder = subprocess.run([sys.executable, "-c", "from gpexplorer.ui import warmup; print(warmup.cache_dir())"],
                             capture_output=True, text=True, check=True, timeout=120).stdout.strip()
     folder = pathlib.Path(folder)
     assert folder.is_dir() and folder.parent == base

@@ -13,14 +13,23 @@ Registry (``DATASETS``; use ``load(name, **kwargs)``):
   inputs from N(0, I_4), f drawn jointly from an SE-kernel GP (l = 1.5, s_f = 1), noise 0.01.
 * ``"usps_3vs5"``   -- USPS digits '3' vs '5' (GPML section 3.7.3; EGP paper section 4.2): 767
   train + 773 test 16x16 images, 256 features in [-1, 1]; ``assets/usps_3vs5.csv``.
+* ``"toy_inversion"`` -- EGP paper section 4.1's toy inversion problem: latent f from a GP, y = g(f)
+  + noise for a forward model g (``forward="sin"`` by default); a :class:`ToyData` keeps f.
+* ``"coal_mining"``   -- the 191 coal-mining disasters (Jarrett 1979) counted in bins (SAVIGP's
+  811 bins of 50 days by default, or ``n_bins`` over a ``span`` of years).
+* ``"breast_cancer"`` -- Wisconsin diagnostic, 569 x 30, y = 1 benign (the SAVIGP paper's stand-in).
+* ``"boston"``, ``"abalone"``, ``"mnist5k"`` -- the SAVIGP sweeps' tables and MNIST subset.
 
 User data enter through :func:`from_arrays` and :func:`from_csv`; both raise ``ValueError``
 with a message meant to be shown to the person who supplied the data.
 """
 
-from gpexplorer.datasets.arrays import Dataset, assets_dir, from_arrays
+from gpexplorer.datasets.arrays import Dataset, assets_dir, data_file, from_arrays
 from gpexplorer.datasets.bundled import DATASETS, load, mcycle, snelson, snelson100, synthetic1d, thesis4d, usps_3vs5
 from gpexplorer.datasets.csv_files import from_csv
+from gpexplorer.datasets.tables import abalone, boston, breast_cancer, coal_mining, mnist5k
+from gpexplorer.datasets.toy_inversion import ToyData, toy_inversion
 
-__all__ = ["Dataset", "DATASETS", "load", "from_arrays", "from_csv", "assets_dir",
-           "snelson", "snelson100", "mcycle", "synthetic1d", "thesis4d", "usps_3vs5"]
+__all__ = ["Dataset", "DATASETS", "load", "from_arrays", "from_csv", "assets_dir", "data_file",
+           "snelson", "snelson100", "mcycle", "synthetic1d", "thesis4d", "usps_3vs5", "toy_inversion", "ToyData",
+           "coal_mining", "breast_cancer", "boston", "abalone", "mnist5k"]

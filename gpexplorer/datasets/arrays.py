@@ -4,6 +4,7 @@ person who supplied the data)."""
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,25 @@ def assets_dir() -> Path:
     """Directory holding the bundled CSV files (override with ``$GPEXPLORER_ASSETS``)."""
     return Path(os.environ.get("GPEXPLORER_ASSETS",
                                Path(__file__).resolve().parents[2] / "assets"))
+
+
+#: where the project's shared data collection keeps the originals of ``assets/``
+SHARED_DATASETS = Path("/work/shared/datasets")
+
+
+def data_file(name: str) -> Path:
+    """``assets/<name>``, else the shared collection's copy (with a note on stderr), else a
+    ValueError saying where the file belongs."""
+    path = assets_dir() / name
+    if path.is_file():
+        return path
+    shared = SHARED_DATASETS / name
+    if shared.is_file():
+        print(f"note: {path} is missing; reading {shared} instead (copy it into assets/, see assets/PROVENANCE.md)",
+              file=sys.stderr, flush=True)
+        return shared
+    raise ValueError(f"data file {name} is missing: put it in {path.parent} (copied from {SHARED_DATASETS}, "
+                     "see assets/PROVENANCE.md; or set GPEXPLORER_ASSETS to the directory holding it)")
 
 
 # --------------------------------------------------------------------------------------------

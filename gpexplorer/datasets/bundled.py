@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import csv
 import math
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import scipy.linalg
 
-from gpexplorer.datasets.arrays import Dataset, assets_dir
+from gpexplorer.datasets.arrays import Dataset, data_file
 from gpexplorer.datasets.csv_files import from_csv
+from gpexplorer.datasets.tables import abalone, boston, breast_cancer, coal_mining, mnist5k
+from gpexplorer.datasets.toy_inversion import toy_inversion
 
 # --------------------------------------------------------------------------------------------
 # Registry entries
 # --------------------------------------------------------------------------------------------
-
-def _asset(filename: str) -> Path:
-    path = assets_dir() / filename
-    if not path.is_file():
-        raise FileNotFoundError(f"bundled data file {filename} not found in {path.parent} "
-                                "(set GPEXPLORER_ASSETS to the directory holding it)")
-    return path
-
 
 _SNELSON_PROVENANCE = ("Snelson & Ghahramani (2006), 'Sparse Gaussian processes using "
                        "pseudo-inputs' (SPGP) 1-D data; copied from GPflux tests/snelson1d.npz "
@@ -32,7 +25,7 @@ _SNELSON_PROVENANCE = ("Snelson & Ghahramani (2006), 'Sparse Gaussian processes 
 
 def snelson() -> Dataset:
     """Snelson & Ghahramani's 200-point 1-D SPGP data (via GPflux tests/snelson1d.npz, Apache-2.0)."""
-    ds = from_csv(_asset("snelson1d.csv"), x_columns=["x"], y_column="y")
+    ds = from_csv(data_file("snelson1d.csv"), x_columns=["x"], y_column="y")
     return Dataset(X=ds.X, y=ds.y, name="snelson",
                    meta={"provenance": _SNELSON_PROVENANCE, "columns": ["x", "y"],
                          "true_function": None})
@@ -57,7 +50,7 @@ def mcycle(standardize: bool = False) -> Dataset:
     X = time after impact (ms), y = head acceleration (g). Strongly heteroscedastic. Raw units by
     default; ``standardize=True`` z-scores X and y (means and scales stored in ``meta``).
     """
-    ds = from_csv(_asset("mcycle.csv"), x_columns=["times"], y_column="accel")
+    ds = from_csv(data_file("mcycle.csv"), x_columns=["times"], y_column="accel")
     X, y = ds.X, ds.y
     meta = {"provenance": "R package MASS, dataset mcycle; Silverman, B. W. (1985) 'Some aspects "
                           "of the spline smoothing approach to non-parametric curve fitting', "
@@ -159,7 +152,7 @@ def usps_3vs5(labels: str = "01") -> Dataset:
     """
     if labels not in ("01", "pm1"):
         raise ValueError(f"labels must be '01' or 'pm1'; got {labels!r}")
-    path = _asset("usps_3vs5.csv")
+    path = data_file("usps_3vs5.csv")
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)
@@ -202,6 +195,12 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "synthetic1d": synthetic1d,
     "thesis4d": thesis4d,
     "usps_3vs5": usps_3vs5,
+    "toy_inversion": toy_inversion,
+    "coal_mining": coal_mining,
+    "breast_cancer": breast_cancer,
+    "boston": boston,
+    "abalone": abalone,
+    "mnist5k": mnist5k,
 }
 
 

@@ -26,7 +26,6 @@ are checked by :func:`claims`, each with the numbers that decide it. Cells run t
 
 from __future__ import annotations
 
-import csv
 import time
 import warnings
 
@@ -58,15 +57,8 @@ COLUMNS = ["variant", "M", "C", "basis_functions", "storage", "rmse", "nlpd", "b
 
 def load_abalone():
     """(X [4177, 10], y [4177], column names): Sex one-hot (M, F, I) and the seven measurements."""
-    path = datasets.assets_dir() / "abalone.csv"
-    if not path.is_file():
-        raise ValueError(f"{path} is missing: copy ../shared/datasets/abalone.csv (see assets/PROVENANCE.md)")
-    with open(path, newline="") as fh:
-        rows = list(csv.reader(fh))
-    header, rows = rows[0], rows[1:]
-    sex = np.array([[r[0] == s for s in "MFI"] for r in rows], dtype=float)
-    num = np.array([[float(v) for v in r[1:]] for r in rows])
-    return np.hstack([sex, num[:, :-1]]), num[:, -1], ["Sex=M", "Sex=F", "Sex=I"] + header[1:-1]
+    ds = datasets.abalone()
+    return ds.X, ds.y, ds.meta["features"]
 
 
 def split(seed=0, n_test=N_TEST, n_train=None, noise_sds=None):
@@ -270,6 +262,7 @@ def run(quick=False, scheduler=None, out=None, max_iter=None, n_workers=None, pr
               "noise_sds": dict(NOISE_SDS), "max_iter": max_iter, "Ms": list(Ms), "Cs": list(Cs), "exact": exact,
               "rows": rows, "cluster": info}
     result["claims"] = claims(rows, exact, Ms, Cs)
+    result["frontiers"] = {v: frontier(rows, v) for v in VARIANTS}  # drawn by gpexplorer.ui.grid_figure
     result["seconds"] = time.perf_counter() - t0
     if out is not None:
         result["files"] = write_outputs(result, out)

@@ -1,7 +1,7 @@
 """Set-ups and runners of the linearised-GP experiments (EGP paper section 4, EKS paper section 7).
 
-* :func:`toy_inversion_data` / :func:`cv_folds` -- the toy inversion problems of EGP paper
-  section 4.1 (Table 1): latent f drawn from a zero-mean GP (Matern 5/2, amplitude 0.8 i.e.
+* :func:`gpexplorer.datasets.toy_inversion` (the data) / :func:`cv_folds` -- the toy inversion
+  problems of EGP paper section 4.1 (Table 1): latent f drawn from a zero-mean GP (Matern 5/2, amplitude 0.8 i.e.
   variance 0.64, lengthscale 0.6) at 1000 points evenly spaced on [-2 pi, 2 pi],
   y = g(f) + N(0, 0.2^2); "5-fold cross validation to train (200 points) and test (800
   points)": the 1000 indices are permuted into five blocks of 200 and fold k trains on block k
@@ -31,17 +31,17 @@ from __future__ import annotations
 
 import time
 import warnings
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpexplorer.linearized.methods import METHODS as LINEARIZED_METHODS
 from gpexplorer import kernels, metrics
-from gpexplorer.linalg import JitterWarning, jittered_cholesky
+from gpexplorer.datasets.toy_inversion import TOY_N_POINTS, ToyData, toy_inversion
+from gpexplorer.linalg import JitterWarning
 from gpexplorer.linearized.gp import PAPER_BOUNDS  # re-exported: EGP paper section 4.1's box
 
-__all__ = ["TABLE1_FORWARDS", "METHODS", "PAPER_BOUNDS", "USPS_BOUNDS", "ToyData", "ResultRow", "toy_inversion_data",
+__all__ = ["TABLE1_FORWARDS", "METHODS", "PAPER_BOUNDS", "USPS_BOUNDS", "ResultRow",
            "cv_folds", "make_model", "fit_model", "predict_moments", "toy_fold", "run_toy", "run_usps", "run_seismic"]
 
 #: forward models of EGP paper Table 1, plus the non-differentiable one of its Figure 1
@@ -52,20 +52,7 @@ METHODS = {spec.label: spec for spec in LINEARIZED_METHODS.values()}
 #: EGP paper section 4.2 / original uspsbclass.py: sigma_se and l_se bounded at 0.1, noise std at 1e-7
 #: (applied with ``model.set_bounds(**USPS_BOUNDS)``; the toy problems' box is PAPER_BOUNDS, section 4.1)
 USPS_BOUNDS = {"variance": (0.01, 1e8), "lengthscale": (0.1, 1e4), "noise_variance": (1e-14, 1e2)}
-TOY_N_POINTS, TOY_N_SPLITS, TOY_NOISE_STD = 1000, 5, 0.2
-_LATENT_KERNELS = {"matern52": kernels.Matern52, "se": kernels.SquaredExponential}
-
-
-@dataclass(frozen=True, eq=False)
-class ToyData:
-    """One toy inversion data set: inputs x (N, 1), latent f (N,), observations y (N,)."""
-
-    x: np.ndarray
-    f: np.ndarray
-    y: np.ndarray
-    forward: str
-    latent_kernel: str
-    seed: int
+TOY_N_SPLITS = 5
 
 
 @dataclass(eq=False)
@@ -95,38 +82,6 @@ class ResultRow:
     def std(self, name):
         values = self.metrics.get(name)
         return float(np.std(values)) if values is not None and len(values) else float("nan")
-
-
-def _seeded_rng(seed, label):
-    return np.random.default_rng((int(seed), zlib.crc32(label.encode())))
-
-
-def toy_inversion_data(forward, seed=0, n_points=TOY_N_POINTS, latent_kernel="matern52",
-                       noise_std=TOY_NOISE_STD) -> ToyData:
-    """EGP paper section 4.1 data for one forward model (seeded per model name).
-
-    f ~ N(0, K) with K from ``latent_kernel`` ("matern52": EGP paper; "se": EKS section 7.1),
-    variance 0.8^2, lengthscale 0.6, on ``n_points`` points evenly spaced in [-2 pi, 2 pi];
-    y = g(f) + N(0, noise_std^2). Each forward model gets its own latent draw, as in the original
-    data generator.
-    """
-    from gpexplorer.likelihoods.forward_models import get_forward_model
-
-    if latent_kernel not in _LATENT_KERNELS:
-        raise ValueError(f"latent_kernel must be one of {sorted(_LATENT_KERNELS)}; got {latent_kernel!r}")
-    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
-        raise ValueError(f"n_points must be an integer >= 2; got {n_points!r}")
-    if not (np.isfinite(noise_std) and noise_std >= 0):
-        raise ValueError(f"noise_std must be finite and >= 0; got {noise_std!r}")
-    model = get_forward_model(forward)
-    name = model.name
-    rng = _seeded_rng(seed, f"toy:{name}:{latent_kernel}")
-    x = np.linspace(-2.0 * np.pi, 2.0 * np.pi, int(n_points))[:, None]
-    K = _LATENT_KERNELS[latent_kernel](variance=0.64, lengthscale=0.6).K(x)
-    L, _ = jittered_cholesky(K, 1e-10, what="the latent prior covariance", warn=False)
-    f = L @ rng.standard_normal(int(n_points))
-    y = model.value(f[:, None])[:, 0] + noise_std * rng.standard_normal(int(n_points))
-    return ToyData(x=x, f=f, y=y, forward=name, latent_kernel=latent_kernel, seed=int(seed))
 
 
 def cv_folds(n_points=TOY_N_POINTS, n_splits=TOY_N_SPLITS, seed=0):
@@ -207,11 +162,11 @@ def toy_fold(method, data: ToyData, train, test, n_features=200, seed=0, feature
     """
     t0 = time.perf_counter()
     kernel = "matern52" if METHODS[method].family == "gp" else (feature_kernel or data.latent_kernel)
-    model = make_model(method, data.x[train], data.y[train], data.forward, n_features=n_features,
+    model = make_model(method, data.X[train], data.y[train], data.forward, n_features=n_features,
                        kernel=kernel, seed=seed)
     fit_model(model, method)
     seconds = time.perf_counter() - t0
-    mf, vf, my = predict_moments(model, method, data.x[test], seed=seed)
+    mf, vf, my = predict_moments(model, method, data.X[test], seed=seed)
     ft, yt = data.f[test], data.y[test]
     gt = model.forward.value(ft[:, None])[:, 0]
     return {"nlpd_f": metrics.nlpd(ft, mf, np.maximum(vf, 1e-300)), "smse_f": metrics.smse(ft, mf),
@@ -255,7 +210,7 @@ def run_toy(methods=("EGP", "UGP", "EKS", "UKS"), forwards=TABLE1_FORWARDS, n_fo
     draws = [seed + d for d in range(int(n_draws))]
     rows = []
     for forward in forwards:
-        data = {s: toy_inversion_data(forward, seed=s, latent_kernel=latent_kernel) for s in draws}
+        data = {s: toy_inversion(forward, seed=s, latent_kernel=latent_kernel) for s in draws}
         folds = {s: cv_folds(seed=s)[:int(n_folds)] for s in draws}
         for method in methods:
             counts = (None,) if METHODS[method].family == "gp" else tuple(feature_counts)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gpexplorer import kernels, models
+from gpexplorer import datasets, kernels, models
+from gpexplorer.datasets.tables import COAL_BIN_DAYS, COAL_EVENTS, COAL_PAPER_BINS
 from gpexplorer.experiments import savigp_papers as sp
 from gpexplorer.linalg import JitterWarning
 
@@ -44,19 +45,15 @@ COAL_AUTHORS = {
 }
 
 # -------------------------------------------------------------------------------------
-COAL_BINS, COAL_BIN_DAYS, COAL_LENGTHSCALE, COAL_EVENTS = 811, 50, 13516.0, 191
+COAL_BINS, COAL_LENGTHSCALE = COAL_PAPER_BINS, 13516.0
 
 
 def coal_data():
-    """The 191 disaster dates re-binned into 811 bins of 50 days from the first date: x = bin
-    centre in days since that date (years in ``years``), y = counts."""
-    header, rows = sp.read_csv("coal_mining_dates.csv")
-    dates = np.array([float(r[0]) for r in rows])
-    days = (dates - dates.min()) * 365.25
-    edges = np.arange(COAL_BINS + 1) * COAL_BIN_DAYS
-    counts = np.histogram(np.clip(days, 0, edges[-1] - 1e-9), bins=edges)[0].astype(float)
-    centres = edges[:-1] + COAL_BIN_DAYS / 2
-    return {"X": centres[:, None], "y": counts, "years": dates.min() + centres / 365.25, "n_events": len(dates)}
+    """The 191 disaster dates in the paper's 811 bins of 50 days from the first date (the
+    ``coal_mining`` data set): x = bin centre in days since that date (years in ``years``), y = counts."""
+    ds = datasets.coal_mining(COAL_BINS)
+    days = (ds.X - ds.meta["first_date"]) * 365.25
+    return {"X": days, "y": ds.y, "years": ds.X[:, 0], "n_events": ds.meta["n_events"]}
 
 
 def run_coal_cell(cell, data):

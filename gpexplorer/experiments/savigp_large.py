@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from gpexplorer import kernels, models
+from gpexplorer import datasets, kernels, models
 from gpexplorer.experiments import distributed
 from gpexplorer.experiments import savigp_papers as sp
 from gpexplorer.linalg import JitterWarning
@@ -41,9 +41,9 @@ USPS_COLUMNS = ["method", "M", "sf", "error_rate", "nlp", "seconds", "paper_erro
 
 # MNIST -------------------------------------------------------------------------------------------
 def load_mnist(n_train=4000, n_test=1000, seed=0):
-    """mnist_5k.npz flattened to 784 pixels in [0, 1]; a random split (seed)."""
-    with np.load(sp.data_file("mnist_5k.npz")) as d:
-        X, y = d["X"].reshape(len(d["y"]), -1) / 255.0, d["y"].astype(float)
+    """The ``mnist5k`` data set (784 pixels in [0, 1]) in a random split (seed)."""
+    ds = datasets.mnist5k()
+    X, y = ds.X, ds.y
     perm = np.random.default_rng(seed).permutation(len(y))
     train, test = perm[:n_train], perm[n_train:n_train + n_test]
     return {"X": X[train], "y": y[train], "X_test": X[test], "y_test": y[test]}
@@ -135,13 +135,6 @@ def format_mnist(result):
 
 
 # USPS --------------------------------------------------------------------------------------------
-def _usps():
-    from gpexplorer import datasets
-
-    sp.data_file("usps_3vs5.csv")  # the clear message (or the shared copy note) when assets/ lacks it
-    return datasets.load("usps_3vs5")
-
-
 def usps_cell(cell, data):
     """SAVIGP FG with the logistic likelihood on the USPS split at one SF."""
     t0 = time.perf_counter()
@@ -168,7 +161,7 @@ def run_usps(quick=False, sfs=None, max_iter=None, linearized=True, scheduler=No
     """SAVIGP FG over SF (through dask) beside EGP and UGP (learnt hyperparameters; --quick: the
     EGP paper's Table 2 hyperparameters) on the USPS 3-vs-5 split; returns a dict."""
     t0 = time.perf_counter()
-    ds = _usps()
+    ds = datasets.usps_3vs5()
     data = {"X": ds.X, "y": ds.y, "X_test": ds.X_test, "y_test": ds.y_test}
     sfs = tuple(sfs or ((0.05,) if quick else sp.SF_GRID))
     max_iter = int(max_iter or (20 if quick else 200))

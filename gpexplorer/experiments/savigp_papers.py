@@ -21,24 +21,19 @@ files), SSE = test MSE / test variance.
 
 from __future__ import annotations
 
-import csv
 import math
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-from gpexplorer import kernels, models
-from gpexplorer.datasets import assets_dir
+from gpexplorer import datasets, kernels, models
 from gpexplorer.experiments import distributed
 from gpexplorer.linalg import JitterWarning
 
-__all__ = ["SF_GRID", "POSTERIORS", "SWEEPS", "AUTHORS", "data_file", "read_csv", "run_sweep_cells", "load_sweep_data", "make_splits", "run_cell",
+__all__ = ["SF_GRID", "POSTERIORS", "SWEEPS", "AUTHORS", "run_sweep_cells", "load_sweep_data", "make_splits", "run_cell",
            "run_sweep", "summarise", "format_sweep", "write_outputs"]
 
-SHARED_DATASETS = Path("/work/shared/datasets")
 SF_GRID = (0.1, 0.2, 0.5, 1.0)
 POSTERIORS = ("fg", "mog1", "mog2")
 LABEL = {"fg": "FG", "mog1": "MoG1", "mog2": "MoG2"}
@@ -98,43 +93,16 @@ TOLERANCE = {"sse": ("rel", 0.15), "nlpd": ("abs", 0.1), "error_rate": ("abs", 0
 
 
 # data --------------------------------------------------------------------------------------------
-def data_file(name):
-    """``assets/<name>``, else ``/work/shared/datasets/<name>`` (with a note on stderr), else ValueError."""
-    path = assets_dir() / name
-    if path.is_file():
-        return path
-    shared = SHARED_DATASETS / name
-    if shared.is_file():
-        print(f"note: {path} is missing; reading {shared} instead (copy it into assets/, see assets/PROVENANCE.md)",
-              file=sys.stderr, flush=True)
-        return shared
-    raise ValueError(f"data file {name} is missing: put it in {path.parent} (copied from {SHARED_DATASETS}, "
-                     "see assets/PROVENANCE.md)")
-
-
-def read_csv(name):
-    """(header, rows) of a data file found by :func:`data_file`."""
-    with open(data_file(name), newline="") as fh:
-        rows = list(csv.reader(fh))
-    return rows[0], rows[1:]
+#: sweep -> its :mod:`gpexplorer.datasets` registry entry
+SWEEP_DATASETS = {"boston": "boston", "abalone": "abalone", "breast-cancer": "breast_cancer"}
 
 
 def load_sweep_data(experiment):
-    """(X, y, y is raw-scale regression target) for a sweep experiment."""
-    if experiment == "boston":
-        header, rows = read_csv("boston_housing.csv")
-        a = np.array(rows, dtype=float)
-        return a[:, :-1], a[:, -1]
-    if experiment == "abalone":
-        header, rows = read_csv("abalone.csv")
-        sex = np.array([[r[0] == s for s in "MFI"] for r in rows], dtype=float)
-        num = np.array([[float(v) for v in r[1:]] for r in rows])
-        return np.hstack([sex, num[:, :-1]]), num[:, -1]
-    if experiment == "breast-cancer":
-        header, rows = read_csv("breast_cancer_wisconsin.csv")
-        a = np.array(rows, dtype=float)
-        return a[:, :-1], a[:, -1]  # target: 0 malignant, 1 benign
-    raise ValueError(f"unknown sweep {experiment!r}; choose one of {sorted(SWEEPS)}")
+    """(X, y) of a sweep's data set (breast cancer: 0 malignant, 1 benign)."""
+    if experiment not in SWEEP_DATASETS:
+        raise ValueError(f"unknown sweep {experiment!r}; choose one of {sorted(SWEEPS)}")
+    ds = datasets.load(SWEEP_DATASETS[experiment])
+    return ds.X, ds.y
 
 
 def make_splits(experiment, folds, n_test=None, seed=0):

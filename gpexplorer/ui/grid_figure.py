@@ -2,8 +2,9 @@
 RMSE over (M, C) for each variant of the grid and the storage-vs-NLPD frontier.
 
 A standalone Bokeh HTML file with its JavaScript inline, so it opens offline; hovering a cell
-or a point gives its numbers. The numbers come from
-:func:`gpexplorer.experiments.inter_domain_grid.run`; nothing is computed here but the layout.
+or a point gives its numbers. The numbers, frontiers included, come from
+:func:`gpexplorer.experiments.inter_domain_grid.run` (its result is all this module reads: the
+pages import nothing from ``experiments``); nothing is computed here but the layout.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from bokeh.palettes import Category10, Viridis256
 from bokeh.plotting import figure
 from bokeh.resources import INLINE
 from bokeh.transform import linear_cmap
-
-from gpexplorer.experiments.inter_domain_grid import frontier
 
 __all__ = ["grid_layout", "write_figure"]
 
@@ -65,7 +64,7 @@ def _frontier_plot(result):
         p.add_tools(HoverTool(renderers=[dots], tooltips=[("variant", v), ("M", "@M"), ("C", "@C"),
                                                           ("size", "@storage"), ("NLPD", "@nlpd{0.0000}"),
                                                           ("RMSE", "@rmse{0.0000}")]))
-        front = frontier(result["rows"], v)
+        front = result["frontiers"][v]
         p.line([r["storage"] for r in front], [r["nlpd"] for r in front], color=colour, line_width=2)
     p.legend.click_policy = "hide"
     p.add_layout(p.legend[0], "right")  # beside the plot, never over the points

@@ -1,7 +1,7 @@
 """A page that waits for the first run's warm-up instead of compiling the same code again.
 
 On a fresh install ``gpexplorer serve`` compiles the numerical kernels in a background process
-(:mod:`gpexplorer.warmup`). A lab built meanwhile would compile them a second time on the same
+(:mod:`gpexplorer.ui.warmup`). A lab built meanwhile would compile them a second time on the same
 two cores and take longer than waiting. So a page opened during the warm-up shows "preparing
 (first run only)" with the warm-up's progress, polls it, and builds its lab when it is done (or
 at once if no warm-up is under way, or if the warm-up failed: the lab then compiles itself).
@@ -13,7 +13,7 @@ import html
 
 import panel as pn
 
-from gpexplorer import warmup
+from gpexplorer.ui import warmup
 from gpexplorer.ui.markup import TextBlock
 
 __all__ = ["warmup_under_way", "when_warm"]
@@ -23,7 +23,7 @@ POLL_MS = 500
 
 def warmup_under_way() -> bool:
     """Whether a warm-up has started and not finished; a dead one does not count, from the moment
-    it died (its lock is gone: :func:`gpexplorer.warmup.lock_held`)."""
+    it died (its lock is gone: :func:`gpexplorer.ui.warmup.lock_held`)."""
     state = warmup.progress()
     return state is not None and not state.get("finished")
 

@@ -47,7 +47,7 @@ def run_panel_serve(arguments: list[str]) -> None:
     the pages show its progress until it is done (``gpexplorer.ui.preparing``)."""
     from panel.command import main as panel_main
 
-    from gpexplorer import warmup
+    from gpexplorer.ui import warmup
 
     if warmup.start_in_background() is not None:
         print("gpexplorer: first run on this install: compiling the numerical kernels in the background "

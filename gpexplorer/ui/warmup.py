@@ -6,7 +6,9 @@ numba compiles each jitted function on its first call and keeps the machine code
 take (the sparse comparison with each approximation and kernel, the joint fit, the M sweep and
 the add-one curve; EGP / UGP / EKS / UKS evaluation, learning and the free-energy profile; the
 black-box lab's SAVIGP fits), so
-that afterwards a page only loads machine code from disk.
+that afterwards a page only loads machine code from disk. It lives with the serving code
+(:mod:`gpexplorer.ui.serve` starts it, :mod:`gpexplorer.ui.preparing` waits for it) and imports
+no Panel: the workloads call the library as the pages do.
 
 The paths are split into independent workloads run in parallel worker processes (one per core,
 at most :data:`MAX_WORKERS`): numba compiles while holding the GIL, so threads would not help,
@@ -146,7 +148,7 @@ def _write_progress(**state):
 
 
 def start_in_background() -> subprocess.Popen | None:
-    """Start ``python -m gpexplorer.warmup`` unless the cache is warm or a warm-up is running.
+    """Start ``python -m gpexplorer.ui.warmup`` unless the cache is warm or a warm-up is running.
 
     The lock is taken here and inherited by the child (``--lock-fd``), so the warm-up counts as
     under way from the first instant, and stops counting the instant the child dies."""
@@ -162,7 +164,7 @@ def start_in_background() -> subprocess.Popen | None:
     try:
         _write_progress(done=0, total=len(WORKLOADS), finished=False, error=None)
         handed = ["--lock-fd", str(fd)] if fd >= 0 else []
-        return subprocess.Popen([sys.executable, "-m", "gpexplorer.warmup", "--quiet", *handed],
+        return subprocess.Popen([sys.executable, "-m", "gpexplorer.ui.warmup", "--quiet", *handed],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                                 pass_fds=(fd,) if fd >= 0 else ())
     finally:
@@ -271,13 +273,13 @@ def linearized_learning():
 
 def _toy_problem(forward_name):
     """A small copy of the lab's toy inversion problem, arrays read-only as the lab shares them."""
-    from gpexplorer.experiments.linearized_papers import toy_inversion_data
+    from gpexplorer.datasets import toy_inversion
     from gpexplorer.likelihoods.forward_models import get_forward_model
     from gpexplorer.linearized.comparison import InversionProblem
 
     forward = get_forward_model(forward_name)
-    d = toy_inversion_data(forward, n_points=120)  # a 60 x 60 K(X, X): the SIMD path, as in the lab
-    x, f, y = d.x[:, 0].copy(), d.f.copy(), d.y.copy()
+    d = toy_inversion(forward, n_points=120)  # a 60 x 60 K(X, X): the SIMD path, as in the lab
+    x, f, y = d.X[:, 0].copy(), d.f.copy(), d.y.copy()
     for a in (x, f, y):
         a.setflags(write=False)
     train = np.arange(0, 120, 2)
@@ -396,7 +398,7 @@ def _main(workers, say, start):
 
 
 if __name__ == "__main__":  # via the package's module, so the worker processes can find _run
-    from gpexplorer.warmup import main as _run_main
+    from gpexplorer.ui.warmup import main as _run_main
 
     _fd = int(sys.argv[sys.argv.index("--lock-fd") + 1]) if "--lock-fd" in sys.argv else None
     _run_main(quiet="--quiet" in sys.argv, lock_fd=_fd)

@@ -5,7 +5,7 @@
         [--latent se|matern52] [--kernel se|matern52] [--features D] [--folds K] [--compare-scan]
 
 1. The EKS paper's Table 1 setting (section 7.1; the data of
-   :func:`gpexplorer.experiments.linearized_papers.toy_inversion_data`): latent f from a GP with a
+   :func:`gpexplorer.datasets.toy_inversion`): latent f from a GP with a
    squared-exponential kernel (``--latent matern52``: the EGP paper's Matern 5/2), variance 0.8^2,
    lengthscale 0.6, at 1000 points evenly spaced on [-2 pi, 2 pi], y = g(f) + N(0, 0.2^2), 5 folds
    of 200 training / 800 test points, D = 200 columns of random features of the latent kernel
@@ -58,6 +58,7 @@ import numpy as np  # noqa: E402
 
 from gpexplorer import datasets, metrics  # noqa: E402
 from gpexplorer.experiments import linearized_papers as lx  # noqa: E402
+from gpexplorer.datasets import toy_inversion  # noqa: E402
 from gpexplorer.linearized.kitchen_sinks import LinearizedKitchenSinks  # noqa: E402
 from gpexplorer.experiments.reproduce import EKS_TABLE1  # noqa: E402
 
@@ -84,8 +85,8 @@ def median_time(fn, repeats):
 def _scores(m, data, test, seed):
     f = data.f[test]
     g = m.forward.value(f[:, None])[:, 0]
-    mf, vf = m.predict_f(data.x[test])
-    my, _ = m.predict_y(data.x[test], method="monte_carlo", n_samples=2000, seed=seed)
+    mf, vf = m.predict_f(data.X[test])
+    my, _ = m.predict_y(data.X[test], method="monte_carlo", n_samples=2000, seed=seed)
     return metrics.smse(f, mf[:, 0]), metrics.nlpd(f, mf[:, 0], vf[:, 0]), metrics.smse(g, my[:, 0])
 
 
@@ -100,13 +101,13 @@ def bench_toy(n_folds, repeats, n_features=200, latent="se", kernel=None, compar
         print(f"{'g':<11}{'method':<5}{'Newton ms':>10}{'iters':>6}{'fit s':>8}{'evals':>6}"
               f"{'SMSE f*':>9}{'NLPD f*':>9}{'SMSE g*':>9}   paper (SMSE f*, NLPD f*, SMSE g*)")
     for forward, linearization in TOY_MODELS:
-        data = lx.toy_inversion_data(forward, seed=0, latent_kernel=latent)
+        data = toy_inversion(forward, seed=0, latent_kernel=latent)
         folds = lx.cv_folds(seed=0)[:n_folds]
         inner, outer, iters, evals, scores = [], [], [], [], []
         name = "EKS" if linearization == "taylor" else "UKS"
         for k, (train, test) in enumerate(folds):
             def make():
-                return LinearizedKitchenSinks(data.x[train], data.y[train], forward=forward,
+                return LinearizedKitchenSinks(data.X[train], data.y[train], forward=forward,
                                               linearization=linearization, n_features=n_features, kernel=kernel,
                                               lengthscale=1.0, weight_variance=1.0, noise_variance=1.0, seed=k)
 

@@ -41,7 +41,8 @@ import numpy as np  # noqa: E402
 from gpexplorer import kernels, metrics  # noqa: E402
 from gpexplorer.linalg import JitterWarning  # noqa: E402
 from gpexplorer.linearized.gp import LinearizedGP  # noqa: E402
-from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds, toy_inversion_data  # noqa: E402
+from gpexplorer.experiments.linearized_papers import PAPER_BOUNDS, cv_folds  # noqa: E402
+from gpexplorer.datasets import toy_inversion  # noqa: E402
 from gpexplorer.experiments.reproduce import EGP_TABLE1  # noqa: E402
 
 FORWARDS = ("identity", "poly3", "exp", "sin", "tanh2", "sign_cubic")
@@ -51,7 +52,7 @@ METRICS = ("nlpd_f", "smse_f", "smse_y")
 
 def fit_once(data, train, linearization, method):
     t_wall, t_cpu = time.perf_counter(), time.process_time()
-    model = LinearizedGP(data.x[train], data.y[train], forward=data.forward, linearization=linearization,
+    model = LinearizedGP(data.X[train], data.y[train], forward=data.forward, linearization=linearization,
                          kernel=kernels.Matern52(variance=1.0, lengthscale=1.0), noise_variance=1.0)
     result = model.set_bounds(**PAPER_BOUNDS).fit(method=method)
     return model, result, time.perf_counter() - t_wall, time.process_time() - t_cpu
@@ -59,7 +60,7 @@ def fit_once(data, train, linearization, method):
 
 def run_row(forward, name, args, methods):
     """{fit method: [one dict per fold]}; the methods' fits alternate (the order reverses every time)."""
-    data = toy_inversion_data(forward, seed=args.seed)
+    data = toy_inversion(forward, seed=args.seed)
     folds = cv_folds(seed=args.seed)[:args.folds]
     rows = {method: [] for method in methods}
     for k, (train, test) in enumerate(folds):
@@ -74,8 +75,8 @@ def run_row(forward, name, args, methods):
 
 def score_fold(data, test, runs):
     model, result = runs[0][0], runs[0][1]
-    mean_f, var_f = model.predict_f(data.x[test])
-    mean_y, _ = model.predict_y(data.x[test], method="quadrature")
+    mean_f, var_f = model.predict_f(data.X[test])
+    mean_y, _ = model.predict_y(data.X[test], method="quadrature")
     return {
         "wall_ms": 1e3 * statistics.median(r[2] for r in runs),
         "cpu_ms": 1e3 * statistics.median(r[3] for r in runs),
@@ -141,7 +142,7 @@ def main(argv=None):
     fit_methods = [m for m in args.method.split(",") if m]
 
     warnings.simplefilter("ignore", JitterWarning)
-    warm = toy_inversion_data("sin", seed=args.seed)
+    warm = toy_inversion("sin", seed=args.seed)
     for method in fit_methods:
         fit_once(warm, cv_folds(seed=args.seed)[0][0], "unscented", method)  # numba compilation
     print(f"load average at start: {os.getloadavg()}; 200 x 200 Cholesky {cholesky_calibration():.0f} us "

@@ -68,6 +68,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from gpexplorer.experiments import linearized_papers as lx  # noqa: E402
+from gpexplorer.datasets import toy_inversion  # noqa: E402
 from gpexplorer import metrics  # noqa: E402
 
 DEFAULT_PYTHON = "/work/lgp-venv/bin/python"
@@ -143,9 +144,9 @@ def run_original(python, forward, methods, n_folds, seed=0, runs=1, timeout=3600
     at a random mean): the first run is the one compared and timed, ``"runs"`` holds every
     run's scores, free energy and hyperparameters.
     """
-    data = lx.toy_inversion_data(forward, seed=seed)
+    data = toy_inversion(forward, seed=seed)
     folds = lx.cv_folds(seed=seed)[:n_folds]
-    res = run_driver(python, DRIVER, timeout, x=data.x[:, 0], y=data.y, forward=forward, seed=seed,
+    res = run_driver(python, DRIVER, timeout, x=data.X[:, 0], y=data.y, forward=forward, seed=seed,
                      methods=np.array(methods), runs=runs, train=np.array([tr for tr, _ in folds]),
                      test=np.array([te for _, te in folds]))
     results = {}
@@ -167,20 +168,20 @@ def run_ours(forward, methods, n_folds, seed=0, ugp_inner_loop="map-search"):
     """gpexplorer's LinearizedGP on the same folds (warm-up fit first, then one timed fit per fold).
 
     ``ugp_inner_loop``: the UGP's inner loop ("map-search", the paper's, or "fixed-point")."""
-    data = lx.toy_inversion_data(forward, seed=seed)
+    data = toy_inversion(forward, seed=seed)
     folds = lx.cv_folds(seed=seed)[:n_folds]
     results = {}
     for method in methods:
         options = {"inner_loop": ugp_inner_loop} if method == "UGP" else {}
         train0 = folds[0][0]
-        lx.fit_model(lx.make_model(method, data.x[train0], data.y[train0], forward, **options), method)  # warm-up
+        lx.fit_model(lx.make_model(method, data.X[train0], data.y[train0], forward, **options), method)  # warm-up
         for k, (train, test) in enumerate(folds):
             t0 = time.perf_counter()
-            model = lx.make_model(method, data.x[train], data.y[train], forward, **options)
+            model = lx.make_model(method, data.X[train], data.y[train], forward, **options)
             lx.fit_model(model, method)
             seconds = time.perf_counter() - t0
-            mean_f, var_f = model.predict_f(data.x[test])
-            mean_y, _ = model.predict_y(data.x[test], method="quadrature")
+            mean_f, var_f = model.predict_f(data.X[test])
+            mean_y, _ = model.predict_y(data.X[test], method="quadrature")
             p = model.parameters
             results[(method, k)] = {"seconds": seconds, "free_energy": model.free_energy(),
                                     "n_eval": model.fit_result.n_eval,

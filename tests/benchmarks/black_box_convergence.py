@@ -5,7 +5,7 @@
         [--M M] [--datasets coal,cancer] [--posteriors fg,mog1] [--estimators score] [--json out.json]
 
 Fits every bundled data set x posterior (FG, MoG1, MoG2) x estimator (score, reparameterisation,
-quadrature) exactly as the lab does (:func:`gpexplorer.ui.black_box.runs.fit_one` with the
+quadrature) exactly as the lab does (:func:`gpexplorer.variational.comparison.fit_one` with the
 page's default settings, :func:`settings.fit_options`), one after the other on one thread, and
 prints per fit the verdict of :mod:`gpexplorer.variational.convergence` (converged / budget /
 stalled), the ELBO, the trace entries (L-BFGS iterations), the rounds run and the wall time,
@@ -21,7 +21,8 @@ import json
 import time
 import warnings
 
-from gpexplorer.ui.black_box import data, runs
+from gpexplorer.ui.black_box import data
+from gpexplorer.variational import comparison
 from gpexplorer.ui.black_box import settings as cfg
 
 DATASETS = ("coal", "cancer", "toy_binary", "toy_gaussian")
@@ -73,7 +74,7 @@ def run(args):
                 t0 = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    r = runs.fit_one(problem, posterior, options)
+                    r = comparison.fit_one(problem, posterior, options)
                 seconds = time.perf_counter() - t0
                 c = r.metrics.get("convergence", {}) if r.error is None else {}
                 row = {"dataset": dataset, "posterior": posterior, "estimator": estimator,

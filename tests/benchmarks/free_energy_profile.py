@@ -34,6 +34,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from gpexplorer.experiments import linearized_papers as lx  # noqa: E402
+from gpexplorer.datasets import toy_inversion  # noqa: E402
 from gpexplorer import metrics  # noqa: E402
 from gpexplorer.linearized.free_energy_profile import free_energy_profile  # noqa: E402
 
@@ -42,16 +43,16 @@ PARAMETERS = ("variance", "lengthscale", "noise_variance")
 
 def profile(forward, method, fold, parameter, grid, base, ugp_inner_loop="map-search"):
     """[(value, F, NLPD f*, diverged)] along ``grid`` for ``parameter``, the rest at ``base``."""
-    data = lx.toy_inversion_data(forward, seed=0)
+    data = toy_inversion(forward, seed=0)
     train, test = lx.cv_folds(seed=0)[fold]
     options = {"inner_loop": ugp_inner_loop} if method == "UGP" else {}
 
     def make_model(value):
-        return lx.make_model(method, data.x[train], data.y[train], forward,
+        return lx.make_model(method, data.X[train], data.y[train], forward,
                              **options, **dict(base, **{parameter: value}))
 
     def nlpd(model):
-        mean, var = model.predict_f(data.x[test])
+        mean, var = model.predict_f(data.X[test])
         return metrics.nlpd(data.f[test], mean, var)
 
     p = free_energy_profile(make_model, grid, score=nlpd)

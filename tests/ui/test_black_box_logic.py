@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from bokeh.models import ColumnDataSource
 
-from gpexplorer.ui.black_box import data, runs
+from gpexplorer.ui.black_box import data
+from gpexplorer.variational import comparison
 from gpexplorer.ui.black_box import settings as cfg
 from gpexplorer.ui.black_box.lab import BlackBoxLab
 
@@ -127,7 +128,7 @@ def test_unticking_a_posterior_hides_it_at_once_and_ticking_fits_only_it():
 def test_every_dataset_posterior_and_estimator_fits(dataset, posterior, estimator):
     s = cfg.BlackBoxSettings(dataset=dataset, estimator=estimator, **FAST)
     problem = data.load(dataset, s.n_bins, s.n_train, s.data_seed)
-    r = runs.fit_one(problem, posterior, cfg.fit_options(s, problem))
+    r = comparison.fit_one(problem, posterior, cfg.fit_options(s, problem))
     assert r.error is None, r.error
     n = len(problem.grid) if problem.one_d else len(problem.X_test)
     assert r.f_mean.shape == (n,) and all(np.all(np.isfinite(r.obs[k])) for k in ("mean", "lower", "upper"))
@@ -141,12 +142,12 @@ def test_other_likelihoods_fit_or_say_why_not(likelihood):
                "warped_gaussian": "toy_gaussian"}[likelihood]
     s = cfg.BlackBoxSettings(dataset=dataset, likelihood=likelihood, **FAST)
     problem = data.load(dataset, s.n_bins, s.n_train, s.data_seed)
-    r = runs.fit_one(problem, "fg", cfg.fit_options(s, problem))
+    r = comparison.fit_one(problem, "fg", cfg.fit_options(s, problem))
     if likelihood == "warped_gaussian" and r.error is not None:  # needs positive targets
         assert "warped" in r.error.lower() or "positive" in r.error.lower()
     else:
         assert r.error is None, r.error
-    wrong = runs.fit_one(data.load("toy_gaussian", n_train=30), "fg",
+    wrong = comparison.fit_one(data.load("toy_gaussian", n_train=30), "fg",
                          cfg.fit_options(cfg.BlackBoxSettings(likelihood="poisson", **FAST),
                                          data.load("toy_gaussian", n_train=30)))
     assert wrong.error is not None and "poisson" in wrong.error  # shown in the metrics table

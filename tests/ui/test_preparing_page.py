@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bokeh_page import ConsoleErrors
-from gpexplorer import warmup
+from gpexplorer.ui import warmup
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "sparse_regression.py"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gpexplorer import warmup
+from gpexplorer.ui import warmup
 
 # drives the three labs through what a first lesson does, counting numba compilations (cache loads
 # do not fire numba's "numba:compile" event; a compilation does)

@@ -1,101 +1,41 @@
 """The black-box lab's data sets: coal-mining counts, breast cancer, two 1-D toys, an uploaded CSV.
 
-The loaders of the two bundled files live here rather than in :mod:`gpexplorer.datasets`:
-registering them there would need an edit of its registry (``datasets/bundled.py``), which this
-page does not own. Nothing here touches Bokeh or runs inference.
+The bundled files are read by their :mod:`gpexplorer.datasets` entries (``coal_mining``,
+``breast_cancer``); this module splits, standardises and describes them for the page. Nothing
+here touches Bokeh or runs inference.
 
-Every loader returns a :class:`Problem`: training and test arrays, the likelihood the data
-call for, where the 1-D views draw (``grid``) and a sentence saying what was done to the data.
+Every loader returns a :class:`gpexplorer.variational.comparison.Problem`: training and test
+arrays, the likelihood the data call for, where the 1-D views draw (``grid``) and a sentence
+saying what was done to the data.
 """
 
 from __future__ import annotations
 
-import csv
-import functools
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from gpexplorer.datasets import assets_dir
+from gpexplorer import datasets
+from gpexplorer.datasets.tables import COAL_EVENTS, COAL_PAPER_BINS as PAPER_BINS
 from gpexplorer.ui.uploads import read_upload
+from gpexplorer.variational.comparison import Problem
 
-#: the paper's coal-mining set-up (Dezfouli & Bonilla 2015, sec. 6): 811 bins of 50 days
-PAPER_BINS = 811
-COAL_EVENTS = 191
+#: the paper's coal-mining set-up (Dezfouli & Bonilla 2015, sec. 6) is 811 bins of 50 days
 COAL_RANGE = (1851.0, 1963.0)  # the dates run from 1851.20 to 1962.22
 GRID_POINTS = 200
 MAX_UPLOAD_ROWS = 2000
 UPLOAD_TEST_FRACTION = 0.2
 
 
-@dataclass
-class Problem:
-    """One data set as the lab uses it. ``kind``: "count", "binary" or "real"; ``grid`` is None
-    for N-D inputs (the views then show the test points in order)."""
-
-    name: str
-    X: np.ndarray
-    Y: np.ndarray  # (N, 1)
-    X_test: np.ndarray
-    Y_test: np.ndarray
-    kind: str
-    likelihood: str
-    note: str
-    grid: np.ndarray | None = None
-    options: dict = field(default_factory=dict)  # likelihood options (the Poisson offset)
-    lengthscale: float = 1.0
-    x_label: str = "x"
-    test_label: str = "test"  # what the metrics are computed on
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def input_dim(self):
-        return int(self.X.shape[1])
-
-    @property
-    def one_d(self):
-        return self.grid is not None
-
-
-def _asset(name):
-    path = assets_dir() / name
-    if not path.is_file():
-        raise ValueError(f"bundled data file {name} not found in {path.parent}")
-    return path
-
-
-@functools.lru_cache(maxsize=2)
-def _coal_dates():
-    with open(_asset("coal_mining_dates.csv"), newline="") as fh:
-        rows = list(csv.reader(fh))[1:]
-    dates = np.array([float(r[0]) for r in rows])
-    dates.setflags(write=False)  # shared through the cache: never modified
-    return dates
-
-
-@functools.lru_cache(maxsize=2)
-def _cancer():
-    with open(_asset("breast_cancer_wisconsin.csv"), newline="") as fh:
-        rows = list(csv.reader(fh))
-    header, values = rows[0], np.array([[float(v) for v in r] for r in rows[1:]])
-    values.setflags(write=False)
-    return tuple(header[:-1]), values
-
-
 def coal(n_bins):
     """Counts of the 191 disasters in ``n_bins`` equal bins over 1851-1963; a bin's rate is
     binsize exp(f + offset) with offset log(191 / n_bins), the paper's choice (log(191/811))."""
-    dates = _coal_dates()
-    edges = np.linspace(*COAL_RANGE, int(n_bins) + 1)
-    counts, _ = np.histogram(dates, edges)
-    centres = 0.5 * (edges[1:] + edges[:-1])
-    X, Y = centres[:, None], counts[:, None].astype(float)
-    width = float(edges[1] - edges[0])
+    ds = datasets.coal_mining(int(n_bins), span=COAL_RANGE)
+    dates, width = ds.meta["dates"], ds.meta["bin_years"]
+    X, Y = ds.X, ds.y[:, None]
     note = (f"{len(dates)} coal-mining disasters (Jarrett 1979) counted in {n_bins} bins of {365.25 * width:.0f} days; "
             f"the paper uses {PAPER_BINS} bins of 50 days; fewer bins here by default, for a fit of a few "
             f"seconds. Rate per bin exp(f + log({COAL_EVENTS}/{n_bins})); metrics on the training bins.")
     return Problem("coal", X, Y, X, Y, "count", "poisson", note, grid=np.linspace(*COAL_RANGE, GRID_POINTS),
-                   options={"offset": float(np.log(COAL_EVENTS / n_bins))}, lengthscale=10.0, x_label="year",
+                   options={"offset": ds.meta["offset"]}, lengthscale=10.0, x_label="year",
                    test_label="training bins", extra={"bin_years": width, "dates": np.asarray(dates)})
 
 
@@ -113,8 +53,8 @@ def _standardise(X, rows):
 def cancer(n_train, seed):
     """Breast cancer Wisconsin (diagnostic), 569 x 30, target 1 = benign; standardised with the
     training rows' means and sds; ``n_train`` random rows train, the rest test."""
-    names, values = _cancer()
-    X, y = values[:, :-1], values[:, -1:]
+    ds = datasets.breast_cancer()
+    names, X, y = ds.meta["features"], ds.X, ds.y[:, None]
     train, test = _split(len(y), n_train, seed)
     X = _standardise(X, train)
     note = (f"Breast cancer Wisconsin (diagnostic, scikit-learn copy): 569 x 30, {len(train)} training and "

@@ -5,12 +5,12 @@
 URL). A changed data setting loads the data set again; every data or model change starts a fit
 of every shown posterior as a :class:`~gpexplorer.ui.jobs.BackgroundJob` (a running fit is
 cancelled first, one job per session). While it runs the page polls the job: the progress bar,
-the status line and the ELBO chart (from the worker's :class:`~.runs.LiveTrace`) grow; when it
+the status line and the ELBO chart (from the worker's :class:`~gpexplorer.variational.comparison.LiveTrace`) grow; when it
 is done every view is redrawn from the results. A fit stops once it has converged; one that
 ended on its budget or stalled gets a badge and Continue, which runs on from where it stopped
 (issue 23). Ticking another posterior fits only that one;
-unticking one hides it at once. The computations are :mod:`gpexplorer.ui.black_box.runs`' calls
-of :mod:`gpexplorer.variational`; this class holds the session's state.
+unticking one hides it at once. The computations are :mod:`gpexplorer.variational.comparison`'s;
+this class turns settings into its calls, results into views, and holds the session's state.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 
 import panel as pn
 
-from gpexplorer.ui.black_box import data, layout, runs, texts
+from gpexplorer.ui.black_box import data, layout, texts
 from gpexplorer.ui.black_box import settings as cfg
 from gpexplorer.ui.black_box.charts import ElboFigure, VarianceFigure
 from gpexplorer.ui.black_box.figures import ComponentsFigure, LatentFigure, ObservationFigure
@@ -28,6 +28,7 @@ from gpexplorer.ui.lab_base import LabBase
 from gpexplorer.ui.markup import TextBlock
 from gpexplorer.ui.uploads import MAX_UPLOAD_BYTES
 from gpexplorer.ui.widgets import PromptButton
+from gpexplorer.variational import comparison
 
 logger = logging.getLogger(__name__)
 LIVE_EVERY_S = 0.3  # the live ELBO chart is redrawn at most this often while fitting
@@ -151,10 +152,10 @@ class BlackBoxLab(LabBase):
             self._refuse_likelihood(err)
             return
         self._accept_likelihood()
-        problem, live = self.problem, runs.LiveTrace()
+        problem, live = self.problem, comparison.LiveTrace()
         self._live, self._live_drawn = live, 0.0
         self._job_context = (self._fit_context(), tuple(posteriors), only is not None)
-        self._start_job("fit", lambda job: runs.fit_all(problem, posteriors, options, live, job.report,
+        self._start_job("fit", lambda job: comparison.fit_all(problem, posteriors, options, live, job.report,
                                                         lambda: job.cancelled),
                         started=f"fitting {', '.join(cfg.LABELS[p] for p in posteriors)}")
 
@@ -219,11 +220,11 @@ class BlackBoxLab(LabBase):
         if not todo or self._busy() or self.problem is None:
             return
         options = cfg.fit_options(self.settings, self.problem)
-        problem, live = self.problem, runs.LiveTrace()
+        problem, live = self.problem, comparison.LiveTrace()
         previous = {p: self.results[p] for p in todo}
         self._live, self._live_drawn = live, 0.0
         self._job_context = (self._fit_context(), tuple(todo), True)
-        self._start_job("continue", lambda job: runs.continue_all(problem, previous, options, live, job.report,
+        self._start_job("continue", lambda job: comparison.continue_all(problem, previous, options, live, job.report,
                                                                   lambda: job.cancelled),
                         started=f"continuing {', '.join(cfg.LABELS[p] for p in todo)}")
 
@@ -260,7 +261,7 @@ class BlackBoxLab(LabBase):
             running = self._busy()
             for p, rows in self._live.snapshot().items():
                 if running or p not in traces:  # a cancelled fit's trace where there is no result
-                    traces[p] = runs.trace_columns(rows)
+                    traces[p] = comparison.trace_columns(rows)
         return traces
 
     def _draw_elbo(self, running=False):

@@ -70,7 +70,7 @@ def _kernel_quantities(p, model, out, one_d):
     kernels = getattr(model, "kernels", None)
     if not kernels:
         return
-    kernel = kernels[0]  # its lengthscale and variance come with the fit's metrics (runs.metrics)
+    kernel = kernels[0]  # its lengthscale and variance come with the fit's metrics (variational.comparison.metrics)
     Z = getattr(model.features[0], "Z", None)
     if one_d and Z is not None and len(Z) > 1:
         Z = np.sort(np.asarray(Z, float)[:, 0])[:, None]

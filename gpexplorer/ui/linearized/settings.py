@@ -16,7 +16,7 @@ import functools
 import numpy as np
 import param
 
-from gpexplorer.experiments.linearized_papers import toy_inversion_data
+from gpexplorer.datasets.toy_inversion import TOY_PRIOR_SD, toy_inversion
 from gpexplorer.likelihoods.expressions import MAX_LENGTH as MAX_EXPRESSION_CHARS
 from gpexplorer.likelihoods.expressions import check_on_range
 from gpexplorer.likelihoods.forward_models import SCALAR_FORWARD_MODELS, get_forward_model
@@ -40,9 +40,8 @@ MAX_UPLOAD_ROWS = 3000
 EXPRESSION_BOX_CHARS = 100_000
 #: a typed g must be finite, with a finite slope, on +- this many prior standard deviations of f
 CHECKED_SDS = 5.0
-#: the toy problem's latent prior (toy_inversion_data: variance 0.8^2); the checked range never
-#: gets narrower than its +- CHECKED_SDS sd, where the data's f lie
-TOY_PRIOR_SD = 0.8
+#: the checked range never gets narrower than +- CHECKED_SDS sd of the toy problem's latent prior
+#: (TOY_PRIOR_SD), where the data's f lie
 
 # which settings invalidate what: the data (and any fits), the inner loops, or one view only
 STRUCTURAL = ("dataset", "n_train", "data_seed", "forward", "expression")
@@ -179,8 +178,8 @@ def checked_range(s: LinearizedSettings):
 @functools.lru_cache(maxsize=32)
 def _toy_draw(forward_name, seed):
     """The paper's 1000-point problem for one forward model (a 1000 x 1000 Cholesky: cached)."""
-    d = toy_inversion_data(get_forward_model(forward_name), seed=seed, n_points=TOY_POINTS)
-    arrays = (d.x[:, 0].copy(), d.f.copy(), d.y.copy())
+    d = toy_inversion(get_forward_model(forward_name), seed=seed, n_points=TOY_POINTS)
+    arrays = (d.X[:, 0].copy(), d.f.copy(), d.y.copy())
     for a in arrays:
         a.setflags(write=False)  # shared between sessions through the cache: never modified
     return arrays

@@ -1,10 +1,17 @@
-"""The black-box lab's background work: fit one SAVIGP model per chosen posterior (FG, MoG1,
-MoG2), then read off what the views show, and the estimator variance against S; continue fits
-that did not converge from where they stopped (issue 23: each result carries the fit's verdict,
-:mod:`gpexplorer.variational.convergence`).
+"""Fit SAVIGP posteriors side by side (FG, MoG1, MoG2; Dezfouli & Bonilla 2015) on one problem and
+read off what the black-box lab shows, as :mod:`gpexplorer.sparse.comparison` does for the sparse
+approximations: a :class:`Problem` and fit options in, one :class:`PosteriorResult` per posterior
+out (traces, latent and predictive bands, q(u)'s components, metrics, the fit's convergence
+verdict from :mod:`gpexplorer.variational.convergence`), and the estimator variance against S.
+Fits that did not converge continue from where they stopped.
 
-Everything here runs on the job's worker thread and returns plain numpy arrays and dicts: no
-Bokeh, no Panel. The inference is :class:`gpexplorer.models.SparseVariationalGP`'s and
+The fit options are a dict: ``M`` (inducing inputs), ``likelihood`` (a name or an object) and
+``likelihood_options``, ``estimator``, ``num_samples``, ``control_variate``, ``rounds`` and
+``evals_per_block`` (block-cyclic L-BFGS-B), ``stop_when_converged`` (default True).
+
+Everything runs on the caller's thread and returns plain numpy arrays and dicts; a job's
+``report(fraction, message)`` and ``cancelled()`` are taken as plain callables. The inference is
+:class:`gpexplorer.models.SparseVariationalGP`'s and
 :func:`gpexplorer.variational.estimators.variance_curve`'s; this module only calls them.
 """
 
@@ -16,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpexplorer import kernels, models
+from gpexplorer import kernels
+from gpexplorer.variational.savigp import SparseVariationalGP
 from gpexplorer.variational import estimators
 from gpexplorer.variational.elbo import mixture_moments
 from gpexplorer.variational.prediction import mixture_quantiles
@@ -26,6 +34,37 @@ VARIANCE_SIZES = (20, 50, 100, 300, 1000)
 VARIANCE_REPEATS = 8
 VARIANCE_ROWS = 100  # the curve is measured on at most this many training points
 Z_90 = 1.6448536269514722  # the 95 % quantile of N(0, 1): a central 90 % band
+
+
+@dataclass
+class Problem:
+    """One data set as the lab fits it: training ``X`` [N, D] and ``Y`` [N, 1], the points the
+    metrics are computed on, ``kind`` ("count", "binary" or "real"), the likelihood the data call
+    for, a sentence saying what was done to the data (``note``) and where the 1-D views draw
+    (``grid``; None for N-D inputs, whose views show the test points in order)."""
+
+    name: str
+    X: np.ndarray
+    Y: np.ndarray  # (N, 1)
+    X_test: np.ndarray
+    Y_test: np.ndarray
+    kind: str
+    likelihood: str
+    note: str
+    grid: np.ndarray | None = None
+    options: dict = field(default_factory=dict)  # likelihood options (the Poisson offset)
+    lengthscale: float = 1.0
+    x_label: str = "x"
+    test_label: str = "test"  # what the metrics are computed on
+    extra: dict = field(default_factory=dict)  # bin_years (counts), f_true, features, ...
+
+    @property
+    def input_dim(self):
+        return int(self.X.shape[1])
+
+    @property
+    def one_d(self):
+        return self.grid is not None
 
 
 @dataclass
@@ -97,7 +136,7 @@ def build_model(problem, posterior, options, seed=0):
     """The SAVIGP model of one posterior on ``problem`` (``options``: settings.fit_options)."""
     M = int(min(options["M"], problem.X.shape[0]))
     kernel = kernels.SquaredExponential(variance=1.0, lengthscale=problem.lengthscale)
-    return models.SparseVariationalGP(problem.X, problem.Y, kernel=kernel, Z=M, likelihood=options["likelihood"],
+    return SparseVariationalGP(problem.X, problem.Y, kernel=kernel, Z=M, likelihood=options["likelihood"],
                                       likelihood_options=options["likelihood_options"], posterior=posterior,
                                       estimator=options["estimator"], num_samples=options["num_samples"], seed=seed,
                                       control_variate=options["control_variate"])
@@ -257,14 +296,14 @@ def describe(out, model, problem):
     q = mixture_quantiles(pi, means[:, :, 0], variances[:, :, 0], (0.025, 0.975, 0.05, 0.95))
     out.f_lower, out.f_upper = q[:, 0], q[:, 1]
     lik = model.likelihood
-    if problem.kind == "count" and getattr(lik, "name", "") == "poisson":
+    if problem.kind == "count" and getattr(lik, "kind", None) == "counts" and hasattr(lik, "binsize"):
         # intensity in events per year: exp(f + offset) per bin / bin width, monotone in f, so its
         # 90 % band is exp of q(f*)'s 5 and 95 % quantiles; its mean E[exp f] per component, mixed
         scale = lik.binsize * np.exp(lik.offset) / problem.extra.get("bin_years", 1.0)
         expected = np.einsum("k,kn->n", pi, np.exp(means[:, :, 0] + 0.5 * variances[:, :, 0]))
         out.obs = {"mean": scale * expected, "lower": scale * np.exp(q[:, 2]), "upper": scale * np.exp(q[:, 3]),
                    "kind": "intensity"}
-    elif problem.kind == "binary" and getattr(lik, "name", "").startswith("bernoulli"):
+    elif problem.kind == "binary" and getattr(lik, "kind", None) == "binary":
         p = model.predict_class_probabilities(Xs)[:, 1]
         out.obs = {"mean": p, "lower": p, "upper": p, "kind": "probability"}
     else:
@@ -289,13 +328,13 @@ def metrics(model, problem, res, seconds):
            "stopped": bool(res.details.get("stopped")), "convergence": verdict,
            "converged": bool(verdict.get("converged")),
            "last_change_per_iteration": float(verdict.get("last_change_per_iteration", np.nan))}
-    params = model.kernels[0].params
+    params = model.kernels[0].parameters
     if "lengthscale" in params:  # the learnt kernel: a diagonal q(u) may bend it (lesson 7)
         out["lengthscale"] = float(np.exp(np.mean(np.log(np.ravel(params["lengthscale"])))))
     if "variance" in params:
         out["kernel_variance"] = float(np.ravel(params["variance"])[0])
     out["nlpd"] = model.nlpd(problem.X_test, problem.Y_test)
-    if problem.kind == "binary" and getattr(model.likelihood, "name", "").startswith("bernoulli"):
+    if problem.kind == "binary" and getattr(model.likelihood, "kind", None) == "binary":
         out["error_rate"] = model.error_rate(problem.X_test, problem.Y_test)
     else:
         out["sse"] = model.sse(problem.X_test, problem.Y_test)
