@@ -2,7 +2,7 @@
 and LinearizedKitchenSinks (EKS/UKS) expose ``parameters``, ``set_parameters``, ``parameter_specs``,
 ``set_bounds`` and ``fit(max_iter, fixed, restarts, seed, callback, ...)`` returning one FitResult
 whose trace is a list of TraceEntry; the callback gets each TraceEntry and may stop the fit; the
-bounds set on a model are the fit's box; deprecated keywords warn but work."""
+bounds set on a model are the fit's box; the old fit keywords (max_evals, bounds=) are refused."""
 
 import inspect
 import warnings
@@ -13,7 +13,6 @@ import pytest
 from gpexplorer import kernels
 from gpexplorer.models import ExactGPR, LinearizedGP, LinearizedKitchenSinks, SparseGPR
 from gpexplorer.optimize import FitResult, TraceEntry
-from gpexplorer.parameters import Parameter
 
 MODELS = ("exact", "sparse", "egp", "ugp", "eks")
 COMMON_FIT = ("max_iter", "fixed", "restarts", "seed", "callback")
@@ -130,23 +129,14 @@ def test_set_bounds_is_the_box_of_the_fit(kind):
 
 
 @pytest.mark.parametrize("kind", ["egp", "eks"])
-def test_deprecated_keywords_warn_and_still_work(kind):
+def test_fit_takes_max_iter_and_the_models_box_only(kind):
     old_name = "max_evals" if kind == "egp" else "max_evaluations"
-    m = make(kind, lengthscale=2.2)
-    with pytest.warns(DeprecationWarning, match=old_name):
-        old = m.fit(**{old_name: 5})
-    assert old.n_eval <= 5
-    new = make(kind, lengthscale=2.2).fit(max_iter=5)
-    assert [e.objective for e in old.trace] == [e.objective for e in new.trace]
-    boxed = make(kind, lengthscale=2.2)
-    with pytest.warns(DeprecationWarning, match="set_bounds"):
-        boxed.fit(max_iter=30, bounds={"lengthscale": (2.0, 2.5)})
-    assert 2.0 * (1 - 1e-12) <= scalar(boxed.parameters["lengthscale"]) <= 2.5 * (1 + 1e-12)
-    spec = boxed.parameter_specs["lengthscale"]  # bounds= held for that fit only
-    assert (spec.lower, spec.upper) == (Parameter("lengthscale").lower, Parameter("lengthscale").upper)
+    for old in ({old_name: 5}, {"bounds": {"lengthscale": (2.0, 2.5)}}):  # removed after their release
+        with pytest.raises(TypeError):
+            make(kind).fit(**old)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        make(kind).fit(max_iter=3)  # the new spelling: no warning
+        make(kind).fit(max_iter=3)
 
 
 @pytest.mark.parametrize("kind", MODELS)

@@ -14,23 +14,16 @@ evaluations of F (each one an inner loop). The search box of every parameter is 
 from the log-parameters moved by N(0, 0.5^2) each (:func:`gpexplorer.optimize.perturb_log`); the
 best search is kept (:func:`gpexplorer.optimize.best_of_starts`). The derivative-free searches are
 the optimiser core's (:func:`gpexplorer.optimize.derivative_free`).
-
-Deprecated for one release: ``max_evals`` (LinearizedGP) / ``max_evaluations``
-(LinearizedKitchenSinks) for ``max_iter``, and ``bounds={name: (low, high)}``, which applies
-``model.set_bounds(**bounds)`` for that fit only.
 """
 
 from __future__ import annotations
-
-import contextlib
-import warnings
 
 import numpy as np
 
 from gpexplorer import optimize
 from gpexplorer.optimize import RESTART_SPREAD, perturb_log
 
-__all__ = ["RESTART_SPREAD", "check_count", "evaluation_budget", "bounds_for_fit", "best_of_starts"]
+__all__ = ["RESTART_SPREAD", "check_count", "best_of_starts"]
 
 
 def check_count(name, value, minimum):
@@ -38,38 +31,6 @@ def check_count(name, value, minimum):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
     return int(value)
-
-
-def evaluation_budget(max_iter, legacy_value=None, legacy_name="max_evals"):
-    """The evaluation budget from ``max_iter`` or, with a DeprecationWarning, its old name."""
-    if legacy_value is not None:
-        warnings.warn(f"fit({legacy_name}=...) is deprecated; use fit(max_iter=...)", DeprecationWarning,
-                      stacklevel=3)
-        return check_count(legacy_name, legacy_value, 1)
-    return check_count("max_iter", max_iter, 1)
-
-
-def bounds_for_fit(model, bounds):
-    """Context for the deprecated ``fit(bounds=...)``: ``model.set_bounds(**bounds)`` inside the
-    block, the previous boxes restored on exit. None: nothing to do."""
-    if bounds is None:
-        return contextlib.nullcontext()
-    if not isinstance(bounds, dict):
-        raise ValueError("bounds must be a dict mapping parameter names to (low, high)")
-    warnings.warn("fit(bounds=...) is deprecated; call model.set_bounds(**bounds) before fit()",
-                  DeprecationWarning, stacklevel=3)
-    return _temporary_bounds(model, bounds)
-
-
-@contextlib.contextmanager
-def _temporary_bounds(model, bounds):
-    specs = model.parameter_specs
-    previous = {n: (specs[n].lower, specs[n].upper) for n in bounds if n in specs}
-    model.set_bounds(**bounds)  # validates names and boxes
-    try:
-        yield
-    finally:
-        model.set_bounds(**previous)
 
 
 def best_of_starts(search, x0, lo, hi, restarts, seed):

@@ -47,7 +47,7 @@ from gpexplorer.validation import prediction_inputs, validate_data as _validate_
 from gpexplorer.parameters import NOISE, KernelAndNoise
 from gpexplorer.linearized.linearization import LINEARIZATION_ALIASES, sigma_point_weights
 from gpexplorer.linearized.fixed_point import posterior_fixed_point
-from gpexplorer.linearized.fitting import bounds_for_fit, check_count, evaluation_budget, fit_free_energy
+from gpexplorer.linearized.fitting import check_count, fit_free_energy
 from gpexplorer import _threads
 
 __all__ = ["LinearizedGP", "IterationRecord", "StepSearchResult", "step_length_search", "gauss_newton",
@@ -376,7 +376,7 @@ class LinearizedGP(KernelAndNoise):
 
     # outer loop -----------------------------------------------------------------------------
     def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="fisher", xtol=0.1,
-            ftol=0.05, initial_step=1.0, max_evals=None, bounds=None):
+            ftol=0.05, initial_step=1.0):
         """Maximise the free energy (41) over the log hyperparameters and log noise variance.
 
         ``method`` "fisher" (default): Fisher scoring with the gradient of F and the Fisher
@@ -399,19 +399,17 @@ class LinearizedGP(KernelAndNoise):
         the parameters); returning True stops the fit. The model is left at the best
         parameters found, with that evaluation's posterior; returns a FitResult (``n_iter``:
         Fisher iterations, or evaluations for the derivative-free methods) whose trace is the
-        best search's (:mod:`gpexplorer.linearized.fitting`). Deprecated: ``max_evals`` (use
-        ``max_iter``) and ``bounds`` (use :meth:`set_bounds`).
+        best search's (:mod:`gpexplorer.linearized.fitting`).
         """
         if method not in FIT_METHODS:
             raise ValueError(f"method must be one of {FIT_METHODS}; got {method!r}")
-        max_iter = evaluation_budget(max_iter, max_evals, "max_evals")
+        max_iter = check_count("max_iter", max_iter, 1)
         xtol, ftol = _check_positive("xtol", xtol), _check_positive("ftol", ftol)
         initial_step = _check_positive("initial_step", initial_step)
         if callback is not None and not callable(callback):
             raise ValueError("callback must be callable")
         seed = validation.seed(seed)
         restarts = validation.count("restarts", restarts, 0, validation.MAX_ITERATIONS)
-        with bounds_for_fit(self, bounds):
-            self.fit_result = fit_free_energy(self, max_iter, fixed, restarts, seed, callback, method, xtol, ftol,
-                                              initial_step)
+        self.fit_result = fit_free_energy(self, max_iter, fixed, restarts, seed, callback, method, xtol, ftol,
+                                          initial_step)
         return self.fit_result

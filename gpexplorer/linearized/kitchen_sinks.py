@@ -75,7 +75,7 @@ from gpexplorer.linearized.kitchen_sinks_algebra import coupled_latent_variances
 from gpexplorer._threads import threads_for
 from gpexplorer.linearized.kitchen_sinks_checks import (PARAMETER_NAMES, KitchenSinksParameters, newton_options,
                                                        positive_parameter, prior_means, training_data)
-from gpexplorer.linearized.fitting import bounds_for_fit, evaluation_budget
+from gpexplorer.linearized.fitting import check_count
 from gpexplorer.linearized.kitchen_sinks_learning import fit_hyperparameters
 from gpexplorer import validation
 from gpexplorer.validation import prediction_inputs
@@ -389,7 +389,7 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
         self._stale = False
 
     def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="cobyqa", xtol=1e-2,
-            warm_start=False, scan_lengthscale=True, max_evaluations=None, bounds=None):
+            warm_start=False, scan_lengthscale=True):
         """Maximise eq. 20 over the log noise variances, weight variances and lengthscales, each in
         its box (``parameter_specs``, :meth:`set_bounds`): EKS section 4.4, the convention of
         :mod:`gpexplorer.linearized.fitting`, the search of
@@ -408,14 +408,12 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
         sd 0.5 (``seed``). The model is left at the best evaluation. Returns a FitResult: trace
         (best search) = the start (iteration 0) and every evaluation (objective -eq. 20,
         :meth:`free_energy_terms`, parameters), ``details["scan_restarts"]``. ``callback(entry)``
-        gets each evaluation's TraceEntry; True stops the fit. Deprecated: ``max_evaluations``,
-        ``bounds``.
+        gets each evaluation's TraceEntry; True stops the fit.
         """
-        max_iter = evaluation_budget(max_iter, max_evaluations, "max_evaluations")
+        max_iter = check_count("max_iter", max_iter, 1)
         seed = validation.seed(seed)
         restarts = validation.count("restarts", restarts, 0, validation.MAX_ITERATIONS)
-        with bounds_for_fit(self, bounds):
-            self.fit_result = fit_hyperparameters(self, max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed,
-                                                  callback=callback, method=method, xtol=xtol, warm_start=warm_start,
-                                                  scan_lengthscale=scan_lengthscale)
+        self.fit_result = fit_hyperparameters(self, max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed,
+                                              callback=callback, method=method, xtol=xtol, warm_start=warm_start,
+                                              scan_lengthscale=scan_lengthscale)
         return self.fit_result
