@@ -1,6 +1,6 @@
 """The compiled sparse path after issue 13 (items 8 and 11): work arrays kept in a Workspace,
 K(Z, X) exponentiated by numpy, FITC's blocked products, the grouped jitted signatures and the
-lean L-BFGS-B driver.
+fit driver against a plain scipy.optimize.minimize run.
 
 Sizes here are chosen to reach the code paths the small problems of test_sparse.py do not:
 K(Z, X) with at least ``SIMD_MIN_ENTRIES`` entries, and more data points than one FITC block.
