@@ -30,6 +30,8 @@ class Parameter:
     lower: float = POSITIVE_RANGE[0]
     upper: float = POSITIVE_RANGE[1]
     transform: str = "log"  # "log" (positive) or "identity" (real)
+    #: natural-scale (low, high) a lab's slider spans by default (None: the lab's own choice)
+    slider: tuple | None = None
 
     def __post_init__(self):
         if self.transform not in ("log", "identity"):
@@ -47,6 +49,10 @@ class Parameter:
 
     def with_bounds(self, lower, upper) -> "Parameter":
         return replace(self, lower=float(lower), upper=float(upper))
+
+    def renamed(self, name) -> "Parameter":
+        """The same spec under another name (a child's parameter under its prefix: ``0.variance``)."""
+        return replace(self, name=name)
 
     @property
     def is_log(self):

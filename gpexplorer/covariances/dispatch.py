@@ -39,6 +39,11 @@ class Dispatcher:
 
         return decorate
 
+    def unregister(self, feature_type, kernel_type):
+        """Remove the pair's implementation (a registration from a test, undone)."""
+        del self._table[(feature_type, kernel_type)]
+        _generation[0] += 1
+
     def find(self, feature_type, kernel_type):
         """The implementation for the pair, or None."""
         if self._generation != _generation[0]:

@@ -6,6 +6,7 @@ array of inducing inputs, or a feature) into a feature.
 """
 
 from gpexplorer.inducing.base import InducingFeature
+from gpexplorer.registry import Registry
 from gpexplorer.inducing.placement import INITIALISATIONS, even, initial_inducing_inputs, kmeans, random_subset
 from gpexplorer.inducing.points import InducingPoints
 from gpexplorer.inducing.frequency import Frequency
@@ -15,17 +16,15 @@ from gpexplorer.inducing.time_frequency import TimeFrequency
 
 __all__ = ["FEATURES", "InducingFeature", "InducingPoints", "INITIALISATIONS", "as_feature", "even",
            "initial_inducing_inputs", "kmeans", "random_subset"]
-__all__ += ["Frequency", "Multiscale", "SumOfDeltas", "TimeFrequency"]
+__all__ += ["Frequency", "Multiscale", "SumOfDeltas", "TimeFrequency", "register", "unregister"]
 
 #: registry of inducing-feature types: name -> class (the generic feature tests run over every
-#: entry, building each as ``cls(locations)`` from an [M, D] array of locations)
-FEATURES = {
-    "points": InducingPoints,
-}
-FEATURES["multiscale"] = Multiscale
-FEATURES["frequency"] = Frequency
-FEATURES["time-frequency"] = TimeFrequency
-FEATURES["sum-of-deltas"] = SumOfDeltas
+#: entry, building each as ``cls(locations)`` from an [M, D] array of locations; the labs offer
+#: each with the kernels :mod:`gpexplorer.covariances` pairs it with)
+FEATURES = Registry("inducing feature", InducingFeature, (InducingPoints, Multiscale, Frequency, TimeFrequency,
+                                                         SumOfDeltas))
+register = FEATURES.register
+unregister = FEATURES.unregister
 
 
 def as_feature(Z, input_dim):

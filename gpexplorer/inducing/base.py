@@ -37,8 +37,17 @@ ANGLE_LIMIT = 1e15
 class InducingFeature:
     """Base class. Subclasses set ``param_names`` and implement the abstract methods."""
 
+    #: registry name and the text a lab shows (:func:`gpexplorer.inducing.register`)
+    name: str | None = None
+    label: str | None = None
     #: names of the arrays an optimiser may move, in optimiser order
     param_names: tuple[str, ...] = ()
+    #: what a lab's feature editor sets (:meth:`from_editor`): "width" (a standard deviation),
+    #: "frequency" (an angular frequency), "count" (deltas per member); "member": the width and
+    #: frequency edits act on one selected member (:meth:`with_width`, :meth:`with_frequency`)
+    editable: tuple[str, ...] = ()
+    #: whether the members sit in input space (``locations``), where a lab draws and drags them
+    draggable: bool = True
     #: name -> (largest |value| accepted, why); others are limited to MAX_MAGNITUDE (module docstring)
     parameter_limits: dict = {}
 
@@ -91,6 +100,35 @@ class InducingFeature:
 
     def copy(self):
         return copy.deepcopy(self)
+
+    # what a lab's editor does (see ``editable``) -------------------------------------------
+    @classmethod
+    def from_editor(cls, locations, *, width=1.0, frequency=1.0, count=1) -> "InducingFeature":
+        """One member at each row of ``locations`` [M, D], with the editor's ``width``,
+        ``frequency`` and ``count`` where the type has them (the default: ``cls(locations)``)."""
+        return cls(locations)
+
+    @classmethod
+    def editor_defaults(cls, lengthscale, X, M) -> dict:
+        """{"width": ..., "frequency": ...}: what a lab starts this type from for a kernel of
+        ``lengthscale`` on inputs X [N, D] with M members (the editable entries only)."""
+        return {}
+
+    def with_width(self, member, width) -> "InducingFeature":
+        """The editor's width applied (to ``member`` or to every member, as the type shares it)."""
+        return self
+
+    def with_frequency(self, member, omega) -> "InducingFeature":
+        """``member``'s angular frequency (first input dimension) set to ``omega``."""
+        return self
+
+    def member_values(self, member):
+        """(width, frequency) the editor shows for ``member`` (None where the type has none)."""
+        return None, None
+
+    def delta_positions(self):
+        """[M, C] positions (first input dimension) of each member's point masses, or None."""
+        return None
 
     # geometry ----------------------------------------------------------------------------
     def __len__(self):

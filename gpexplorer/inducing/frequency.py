@@ -25,6 +25,7 @@ import numpy as np
 from gpexplorer.inducing.base import ANGLE_LIMIT, InducingFeature
 from gpexplorer.inducing.time_frequency import (
     TWO_PI,
+    TimeFrequency,
     data_scale,
     member_phases,
     member_rows,
@@ -34,11 +35,28 @@ from gpexplorer.inducing.time_frequency import (
 from gpexplorer.parameters import Parameter
 
 
+def harmonics(M, base):
+    """(omega [M], phase [M]) of M frequency features on harmonics of ``base``: a cosine and a sine
+    at base, 2 base, ..., and, for odd M, a constant (frequency 0, a cosine) last. No sine at
+    frequency 0: it is identically zero (its u has no variance, Kuu is singular)."""
+    m = np.arange(M)
+    k = m // 2 + 1
+    phase = np.where(m % 2 == 0, 0.0, -np.pi / 2)
+    if M % 2:
+        k[-1], phase[-1] = 0, 0.0
+    return k * float(base), phase
+
+
 class Frequency(InducingFeature):
     """M windowed cosines at the origin: angular frequencies ``omega`` [M, D], phases ``omega0``
     [M] (real) and widths ``delta`` [D] (positive, log scale, shared). ``locations`` = omega."""
 
+    name, label = "frequency", "Frequency"
     param_names = ("omega", "omega0", "delta")
+    editable = ("width", "frequency", "member")
+    draggable = False  # every window sits at the origin (module docstring)
+    #: a lab's highest harmonic, in 1 / lengthscale (about where the SE spectrum has faded)
+    EDITOR_SPAN = 2.5
     parameter_limits = {
         "omega": (ANGLE_LIMIT, "angular frequencies: the phase omega . x loses all precision beyond it"),
         "omega0": (ANGLE_LIMIT, "phases in radians: beyond it a float64 step is a sizeable fraction of a turn"),
@@ -89,6 +107,25 @@ class Frequency(InducingFeature):
             delta = np.where(rms > 0, rms, 1.0)
         omega = spectral_frequencies(kernel, int(M), D, rng)
         return cls(omega, rng.uniform(0.0, TWO_PI, int(M)), delta)
+
+    @classmethod
+    def from_editor(cls, locations, *, width=1.0, frequency=1.0, count=1):
+        """M members on harmonics of ``frequency`` (:func:`harmonics`), a cosine and a sine at each."""
+        M, D = np.shape(locations)
+        omega, phase = harmonics(M, frequency)
+        return cls(np.outer(omega, np.ones(D)), phase, np.full(D, float(width)))
+
+    @classmethod
+    def editor_defaults(cls, lengthscale, X, M):
+        """A window of the data's root mean square about the origin, harmonics up to EDITOR_SPAN /
+        lengthscale."""
+        rms = np.sqrt(np.mean(np.asarray(X, dtype=float) ** 2, axis=0))
+        return {"width": float(np.mean(np.where(rms > 0, rms, 1.0))),
+                "frequency": cls.EDITOR_SPAN / (float(np.mean(lengthscale)) * max(int(M) // 2, 1))}
+
+    with_width = TimeFrequency.with_width
+    with_frequency = TimeFrequency.with_frequency
+    member_values = TimeFrequency.member_values
 
     def restart_from(self, X, rng):
         """Frequencies ~ N(0, 1/s_d^2) with s_d the data's standard deviation, phases uniform;

@@ -28,7 +28,9 @@ class Multiscale(InducingFeature):
     """M Gaussian windows: centres ``mu`` [M, D] (real) and widths ``delta`` [M, D] (standard
     deviations, positive, optimised on the log scale). ``locations`` are the centres."""
 
+    name, label = "multiscale", "Multiscale"
     param_names = ("mu", "delta")
+    editable = ("width", "member")
 
     def __init__(self, mu, delta):
         mu = self._checked("mu", mu)
@@ -86,6 +88,24 @@ class Multiscale(InducingFeature):
             delta = fraction * np.broadcast_to(ls, (X.shape[1],))
         mu = kmeans(X, M, rng)
         return cls(mu, np.broadcast_to(np.asarray(delta, dtype=float), mu.shape))
+
+    @classmethod
+    def from_editor(cls, locations, *, width=1.0, frequency=1.0, count=1):
+        Z = np.asarray(locations, dtype=float)
+        return cls(Z, np.full(Z.shape, float(width)))
+
+    @classmethod
+    def editor_defaults(cls, lengthscale, X, M):
+        """Bumps WIDTH_IN_LENGTHSCALES wide."""
+        return {"width": WIDTH_IN_LENGTHSCALES * float(np.mean(lengthscale))}
+
+    def with_width(self, member, width):
+        delta = np.array(self.delta)
+        delta[member] = width
+        return self.copy().set_parameters(delta=delta)
+
+    def member_values(self, member):
+        return float(self.delta[member, 0]), None
 
     def restart_from(self, X, rng):
         """New centres from the data; the widths keep their value."""

@@ -12,6 +12,7 @@ from gpexplorer.parameters import Parameter
 class InducingPoints(InducingFeature):
     """M inducing inputs Z [M, D], moved freely (no bounds, no transform) by the optimisers."""
 
+    name, label = "points", "Inducing points"
     param_names = ("Z",)
 
     def __init__(self, Z, input_dim=None):

@@ -38,6 +38,11 @@ class SumOfDeltas(InducingFeature):
     first column fixed to 1; the free ones are the parameter ``w`` [M, C - 1]). ``locations``
     [M, D] are each member's mean delta location, where the labs draw and drag it."""
 
+    name, label = "sum-of-deltas", "Sum of deltas"
+    editable = ("width", "count")
+    #: a lab's starting spread of the deltas, in lengthscales
+    EDITOR_SPREAD = 0.6
+
     def __init__(self, Z, weights=None):
         """``Z`` (M, C, D) delta locations ((M, C) in one dimension); ``weights`` (M, C), default
         ones, each row divided by its first entry (see the module notes)."""
@@ -108,6 +113,28 @@ class SumOfDeltas(InducingFeature):
                                                               centres.shape[1:])
         steps = np.linspace(-1.0, 1.0, int(C)) if C > 1 else np.zeros(1)
         return cls(centres[:, None, :] + steps[None, :, None] * np.asarray(spread)[None, None, :])
+
+    @classmethod
+    def from_editor(cls, locations, *, width=1.0, frequency=1.0, count=1):
+        """C = ``count`` deltas per member evenly spread over +- ``width`` around each location."""
+        Z, C = np.asarray(locations, dtype=float), int(count)
+        offsets = np.linspace(-1.0, 1.0, C) * float(width) if C > 1 else np.zeros(1)
+        return cls(Z[:, None, :] + offsets[None, :, None], np.ones((len(Z), C)))
+
+    @classmethod
+    def editor_defaults(cls, lengthscale, X, M):
+        return {"width": cls.EDITOR_SPREAD * float(np.mean(lengthscale))}
+
+    def with_width(self, member, width):
+        """Every member's deltas spread over +- ``width`` around its centre (pattern kept)."""
+        Z = np.array(self.Z)
+        centre = Z.mean(axis=1, keepdims=True)
+        spread = np.abs(Z - centre).max(axis=1, keepdims=True)
+        scale = np.divide(width, spread, out=np.ones_like(spread), where=spread > 0)
+        return self.copy().set_parameters(Z=centre + (Z - centre) * scale)
+
+    def delta_positions(self):
+        return np.asarray(self.Z)[:, :, 0]
 
     def _offsets(self):
         """[C, D] the members' mean pattern of deltas around their centres."""

@@ -93,7 +93,12 @@ class TimeFrequency(InducingFeature):
     ``omega0`` [M] (real) and widths ``delta`` [D] (positive, log scale, shared by all
     members). ``locations`` are the centres mu."""
 
+    name, label = "time-frequency", "Time-frequency"
     param_names = ("mu", "omega", "omega0", "delta")
+    editable = ("width", "frequency", "member")
+    #: a lab's starting width in lengthscales and angular frequency in 1 / lengthscale: the basis
+    #: function swings a third of its height below zero (a Gabor wavelet, not a bump)
+    EDITOR_WIDTH, EDITOR_FREQUENCY = 1.5, 1.5
     parameter_limits = {
         "omega": (ANGLE_LIMIT, "angular frequencies: the phase omega . x loses all precision beyond it"),
         "omega0": (ANGLE_LIMIT, "phases in radians: beyond it a float64 step is a sizeable fraction of a turn"),
@@ -145,6 +150,28 @@ class TimeFrequency(InducingFeature):
         if delta is None:
             delta = np.broadcast_to(np.asarray(kernel.lengthscale, dtype=float), (D,)).copy()
         return cls(mu, omega, rng.uniform(0.0, TWO_PI, len(mu)), delta)
+
+    @classmethod
+    def from_editor(cls, locations, *, width=1.0, frequency=1.0, count=1):
+        Z = np.asarray(locations, dtype=float)
+        return cls(Z, np.full(Z.shape, float(frequency)), 0.0, np.full(Z.shape[1], float(width)))
+
+    @classmethod
+    def editor_defaults(cls, lengthscale, X, M):
+        ls = float(np.mean(lengthscale))
+        return {"width": cls.EDITOR_WIDTH * ls, "frequency": cls.EDITOR_FREQUENCY / ls}
+
+    def with_width(self, member, width):
+        """Every member's: the widths are shared."""
+        return self.copy().set_parameters(delta=np.full_like(self.delta, width))
+
+    def with_frequency(self, member, omega):
+        values = np.array(self.omega)
+        values[member, 0] = omega
+        return self.copy().set_parameters(omega=values)
+
+    def member_values(self, member):
+        return float(self.delta[0]), float(self.omega[member, 0])
 
     def restart_from(self, X, rng):
         """Centres from the data, frequencies ~ N(0, 1/s_d^2) with s_d the data's standard

@@ -17,21 +17,18 @@ Sums and products combine kernels; their parameters are named "<index>.<name>".
 """
 
 from gpexplorer.kernels.base import Kernel, Product, Sum
+from gpexplorer.registry import Registry
 from gpexplorer.kernels.linear import Linear
 from gpexplorer.kernels.periodic import Periodic
 from gpexplorer.kernels.stationary import (Matern12, Matern32, Matern52, RationalQuadratic, SquaredExponential,
                                            Stationary)
 
 __all__ = ["Kernel", "Stationary", "SquaredExponential", "Matern12", "Matern32", "Matern52", "RationalQuadratic",
-           "Periodic", "Linear", "Sum", "Product", "KERNELS"]
+           "Periodic", "Linear", "Sum", "Product", "KERNELS", "register", "unregister"]
 
-#: registry used by generic tests and the dashboards: name -> class
-KERNELS = {
-    "se": SquaredExponential,
-    "matern12": Matern12,
-    "matern32": Matern32,
-    "matern52": Matern52,
-    "rq": RationalQuadratic,
-    "periodic": Periodic,
-    "linear": Linear,
-}
+#: registry used by generic tests and the labs: name -> class (each declares its ``name``,
+#: ``label``, slider ranges and capabilities; see :mod:`gpexplorer.registry`)
+KERNELS = Registry("kernel", Kernel, (SquaredExponential, Matern12, Matern32, Matern52, RationalQuadratic, Periodic,
+                                      Linear))
+register = KERNELS.register
+unregister = KERNELS.unregister

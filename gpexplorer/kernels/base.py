@@ -25,10 +25,28 @@ def as_inputs(X, name="X"):
 class Kernel:
     """Base class: holds named positive hyperparameters; subclasses implement the maths."""
 
+    #: registry name and the text a lab shows (:func:`gpexplorer.kernels.register`)
+    name: str | None = None
+    label: str | None = None
     #: names of the (positive) hyperparameters, in optimiser order
     param_names: tuple[str, ...] = ()
     #: which of them may be a per-dimension (ARD) array
     ard_params: tuple[str, ...] = ()
+    #: natural-scale (low, high) of a lab's slider per hyperparameter (``Parameter.slider``)
+    sliders: dict = {}
+    # capabilities a page asks about --------------------------------------------------------
+    #: k(x, x') depends on x - x' only
+    stationary: bool = False
+    #: Matern smoothness nu of the spectral density (math.inf: Gaussian, as the SE kernel's);
+    #: None when the kernel has no random Fourier features (:mod:`gpexplorer.random_features`)
+    spectral_smoothness: float | None = None
+    #: input requirement: None for vectors of any dimension, else the image shape (h, w) each
+    #: input row holds (a convolutional kernel)
+    input_shape: tuple | None = None
+
+    @classmethod
+    def has_lengthscale(cls) -> bool:
+        return isinstance(cls.param_names, tuple) and "lengthscale" in cls.param_names
 
     @property
     def parameters(self) -> dict:
@@ -51,7 +69,7 @@ class Kernel:
         """name -> :class:`gpexplorer.parameters.Parameter`: every hyperparameter is positive,
         optimised on the log scale within its bounds (POSITIVE_RANGE unless ``set_bounds``)."""
         bounds = self.__dict__.get("_bounds", {})
-        return {n: Parameter(n, *bounds.get(n, POSITIVE_RANGE)) for n in self.param_names}
+        return {n: Parameter(n, *bounds.get(n, POSITIVE_RANGE), slider=self.sliders.get(n)) for n in self.param_names}
 
     def set_bounds(self, **bounds):
         """Natural-scale (lower, upper) of some hyperparameters of this kernel instance."""
@@ -149,7 +167,7 @@ class Combination(Kernel):
 
     @property
     def parameter_specs(self) -> dict:
-        return {f"{i}.{n}": Parameter(f"{i}.{n}", spec.lower, spec.upper, spec.transform)
+        return {f"{i}.{n}": spec.renamed(f"{i}.{n}")
                 for i, k in enumerate(self.kernels) for n, spec in k.parameter_specs.items()}
 
     def set_bounds(self, **bounds):

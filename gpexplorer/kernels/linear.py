@@ -10,8 +10,10 @@ from gpexplorer.kernels.base import Kernel, as_inputs as _as_inputs, reduce_ard 
 class Linear(Kernel):
     """Linear (dot-product) kernel: sum_d variance_d x_d x'_d. BLAS does the work."""
 
+    name, label = "linear", "Linear"
     param_names = ("variance",)
     ard_params = ("variance",)
+    sliders = {"variance": (0.01, 5.0)}
 
     def __init__(self, variance=1.0):
         self.set_parameters(variance=variance)

@@ -11,8 +11,11 @@ from gpexplorer.kernels.base import Kernel, as_inputs as _as_inputs, reduce_ard 
 class Periodic(Kernel):
     """Periodic (MacKay): variance * exp(-2 sum_d sin^2(pi (x_d - x'_d) / period) / l_d^2)."""
 
+    name, label = "periodic", "Periodic"
     param_names = ("variance", "lengthscale", "period")
     ard_params = ("lengthscale",)
+    sliders = {"variance": (0.01, 5.0), "lengthscale": (0.02, 5.0), "period": (0.05, 10.0)}
+    stationary = True
 
     def __init__(self, variance=1.0, lengthscale=1.0, period=1.0):
         self.set_parameters(variance=variance, lengthscale=lengthscale, period=period)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpexplorer.kernels import _loops as loops
@@ -15,6 +17,8 @@ class Stationary(Kernel):
 
     param_names = ("variance", "lengthscale")
     ard_params = ("lengthscale",)
+    sliders = {"variance": (0.01, 5.0), "lengthscale": (0.02, 5.0)}
+    stationary = True
     _kind = -1
 
     def __init__(self, variance=1.0, lengthscale=1.0):
@@ -95,31 +99,41 @@ class Stationary(Kernel):
 class SquaredExponential(Stationary):
     """Squared exponential (RBF): variance * exp(-r2 / 2)."""
 
+    name, label = "se", "Squared exponential"
+    spectral_smoothness = math.inf
     _kind = loops.SE
 
 
 class Matern12(Stationary):
     """Matérn 1/2 (exponential): variance * exp(-r)."""
 
+    name, label = "matern12", "Matern 1/2"
+    spectral_smoothness = 0.5
     _kind = loops.MATERN12
 
 
 class Matern32(Stationary):
     """Matérn 3/2: variance * (1 + sqrt(3) r) exp(-sqrt(3) r)."""
 
+    name, label = "matern32", "Matern 3/2"
+    spectral_smoothness = 1.5
     _kind = loops.MATERN32
 
 
 class Matern52(Stationary):
     """Matérn 5/2: variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)."""
 
+    name, label = "matern52", "Matern 5/2"
+    spectral_smoothness = 2.5
     _kind = loops.MATERN52
 
 
 class RationalQuadratic(Stationary):
     """Rational quadratic: variance * (1 + r2 / (2 alpha))^(-alpha)."""
 
+    name, label = "rq", "Rational quadratic"
     param_names = ("variance", "lengthscale", "alpha")
+    sliders = {**Stationary.sliders, "alpha": (0.05, 10.0)}
     _kind = loops.RQ
 
     def __init__(self, variance=1.0, lengthscale=1.0, alpha=1.0):

@@ -4,11 +4,12 @@ variational inference (SAVIGP), their registry ``LIKELIHOODS`` / ``get_likelihoo
 and Gauss-Hermite expected log densities (``quadrature``) are exported here; the forward models'
 names are not (``Softmax`` here is the softmax *likelihood*)."""
 
-from gpexplorer.likelihoods.pointwise import (GPRN, LIKELIHOODS, MULTI_OUTPUT_LIKELIHOODS, BernoulliLogit,
-                                              BernoulliProbit, ExpectedLogDensity, Gaussian, PointwiseLikelihood,
-                                              Poisson, Softmax, WarpedGaussian, get_likelihood)
+from gpexplorer.likelihoods.pointwise import (GPRN, KINDS, LIKELIHOODS, MULTI_OUTPUT_LIKELIHOODS, TYPED_LIKELIHOODS,
+                                              BernoulliLogit, BernoulliProbit, ExpectedLogDensity, Gaussian,
+                                              PointwiseLikelihood, Poisson, Softmax, WarpedGaussian, get_likelihood,
+                                              register, unregister)
 from gpexplorer.likelihoods.quadrature import expected_log_density, gauss_hermite
 
 __all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "BernoulliLogit", "BernoulliProbit", "Poisson",
-           "Softmax", "WarpedGaussian", "GPRN", "LIKELIHOODS", "MULTI_OUTPUT_LIKELIHOODS", "get_likelihood",
-           "gauss_hermite", "expected_log_density"]
+           "Softmax", "WarpedGaussian", "GPRN", "LIKELIHOODS", "MULTI_OUTPUT_LIKELIHOODS", "TYPED_LIKELIHOODS", "KINDS",
+           "get_likelihood", "register", "unregister", "gauss_hermite", "expected_log_density"]

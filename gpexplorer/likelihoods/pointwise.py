@@ -41,7 +41,8 @@ from __future__ import annotations
 import difflib
 import inspect
 
-from gpexplorer.likelihoods.pointwise_base import ExpectedLogDensity, PointwiseLikelihood
+from gpexplorer.likelihoods.pointwise_base import KINDS, ExpectedLogDensity, PointwiseLikelihood
+from gpexplorer.registry import Registry
 from gpexplorer.likelihoods.pointwise_expression import ExpressionLikelihood
 from gpexplorer.likelihoods.pointwise_gprn import GPRN
 from gpexplorer.likelihoods.pointwise_warped import WarpedGaussian
@@ -49,15 +50,19 @@ from gpexplorer.likelihoods.pointwise_zoo import Bernoulli, BernoulliLogit, Bern
 
 __all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "Bernoulli", "BernoulliLogit", "BernoulliProbit",
            "Poisson", "Softmax", "WarpedGaussian", "GPRN", "ExpressionLikelihood", "LIKELIHOODS",
-           "MULTI_OUTPUT_LIKELIHOODS", "TYPED_LIKELIHOODS", "get_likelihood"]
+           "MULTI_OUTPUT_LIKELIHOODS", "TYPED_LIKELIHOODS", "KINDS", "get_likelihood", "register", "unregister"]
 
-LIKELIHOODS = {"gaussian": Gaussian, "bernoulli_logit": BernoulliLogit, "bernoulli_probit": BernoulliProbit,
-               "poisson": Poisson, "softmax": Softmax, "warped_gaussian": WarpedGaussian}
+#: single-output likelihoods: name -> class, filled by :func:`register` (each declares its
+#: ``name``, ``label``, ``kind`` and ``parameter_specs``; see :mod:`gpexplorer.registry`)
+LIKELIHOODS = Registry("likelihood", PointwiseLikelihood, (Gaussian, BernoulliLogit, BernoulliProbit, Poisson, Softmax,
+                                                           WarpedGaussian))
+register = LIKELIHOODS.register
+unregister = LIKELIHOODS.unregister
 
 #: likelihoods of observations with P > 1 columns (module docstring)
-MULTI_OUTPUT_LIKELIHOODS = {"gprn": GPRN}
+MULTI_OUTPUT_LIKELIHOODS = Registry("multi-output likelihood", PointwiseLikelihood, (GPRN,))
 #: a log density typed as text in f and y (option ``text``; no sampler, so not in LIKELIHOODS)
-TYPED_LIKELIHOODS = {"expression": ExpressionLikelihood}
+TYPED_LIKELIHOODS = Registry("typed likelihood", PointwiseLikelihood, (ExpressionLikelihood,))
 
 ALIASES = {"normal": "gaussian", "logit": "bernoulli_logit", "logistic": "bernoulli_logit",
            "probit": "bernoulli_probit", "lgcp": "poisson", "warped": "warped_gaussian", "wgp": "warped_gaussian"}

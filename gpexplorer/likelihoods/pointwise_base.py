@@ -26,7 +26,10 @@ import numpy as np
 
 from gpexplorer.parameters import POSITIVE_RANGE, Parameter, bounded_specs
 
-__all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "describe_values", "LOG_2PI", "MAX_PARAMETER"]
+__all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "describe_values", "LOG_2PI", "MAX_PARAMETER", "KINDS"]
+
+#: what a likelihood's observations are (its ``kind``)
+KINDS = ("regression", "binary", "counts", "categorical")
 
 LOG_2PI = math.log(2.0 * math.pi)
 #: a likelihood parameter is refused beyond this size (and a positive one below its inverse):
@@ -60,6 +63,11 @@ class PointwiseLikelihood:
     """
 
     name: str = "pointwise"
+    #: the text a lab shows (:func:`gpexplorer.likelihoods.register`)
+    label: str | None = None
+    #: what observations it models, one of KINDS: "regression" (real y), "binary" (two classes),
+    #: "counts" (non-negative integers) or "categorical" (one of K classes); None: any (typed)
+    kind: str | None = None
     n_latent: int = 1
     n_outputs: int = 1
     #: True where q(u) = p(u) (zero means) is a saddle point of the ELBO, so a fit must start

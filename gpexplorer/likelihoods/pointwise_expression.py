@@ -41,7 +41,7 @@ NORMALISATION_F = np.linspace(-3.0, 3.0, 13)
 class ExpressionLikelihood(PointwiseLikelihood):
     """log p(y | f) given as text in f and y (module docstring); Q = 1, no parameters."""
 
-    name = "expression"
+    name, label = "expression", "Typed: log p(y | f) = ..."
     n_latent = 1
     param_layout = {}
 

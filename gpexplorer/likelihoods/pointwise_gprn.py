@@ -54,7 +54,7 @@ class GPRN(PointwiseLikelihood):
     """GPRN likelihood N(y; W g, sigma_y^2 I_P) (module docstring): ``n_outputs`` P (default 2),
     ``n_nodes`` Q_f (default 1), Q = Q_f (P + 1) latents; parameter ``variance`` = sigma_y^2."""
 
-    name = "gprn"
+    name, label, kind = "gprn", "Gaussian process regression network", "regression"
     prior_start_is_saddle = True  # E[W g] = 0 and its gradient vanishes at zero means
     param_layout = {"variance": ("log", 0)}
 

@@ -45,7 +45,7 @@ class WarpedGaussian(PointwiseLikelihood):
     E[y | f] = E_{t ~ N(f, sigma^2)}[t^{-1}(t)] by 20-point Gauss-Hermite quadrature over t.
     """
 
-    name = "warped_gaussian"
+    name, label, kind = "warped_gaussian", "Warped Gaussian", "regression"
     param_layout = {"variance": ("log", 0), "a": ("log", 3), "b": ("log", 3), "c": ("identity", 3)}
 
     def __init__(self, variance=1.0, a=(1.0, 1.0, 1.0), b=(1.0, 1.0, 1.0), c=(-1.0, 0.0, 1.0)):

@@ -30,7 +30,7 @@ class Gaussian(PointwiseLikelihood):
     d/df = (y - f) / sigma^2;  d/dsigma^2 = ((y - f)^2 / sigma^2 - 1) / (2 sigma^2).
     """
 
-    name = "gaussian"
+    name, label, kind = "gaussian", "Gaussian", "regression"
     param_layout = {"variance": ("log", 0)}
 
     def __init__(self, variance=1.0):
@@ -133,7 +133,7 @@ class BernoulliLogit(Bernoulli):
     scipy's scalar ``log_expit`` (the same formula).
     """
 
-    name = "bernoulli_logit"
+    name, label, kind = "bernoulli_logit", "Bernoulli (logit)", "binary"
 
     def _log_cdf(self, z):
         e = np.abs(z)
@@ -172,7 +172,7 @@ class BernoulliProbit(Bernoulli):
     which stays finite (about -z) far in the left tail.
     """
 
-    name = "bernoulli_probit"
+    name, label, kind = "bernoulli_probit", "Bernoulli (probit)", "binary"
 
     def _log_cdf(self, z):
         return special.log_ndtr(z)
@@ -202,7 +202,7 @@ class Poisson(PointwiseLikelihood):
     mining set-up uses offset = log(191/811), binsize 1), not optimised parameters.
     """
 
-    name = "poisson"
+    name, label, kind = "poisson", "Poisson", "counts"
 
     def __init__(self, offset=0.0, binsize=1.0):
         super().__init__()
@@ -278,7 +278,7 @@ class Softmax(PointwiseLikelihood):
     common interface (sampler checks), not a prediction one would report.
     """
 
-    name = "softmax"
+    name, label, kind = "softmax", "Softmax", "categorical"
 
     def __init__(self, n_classes=3):
         super().__init__()

@@ -45,42 +45,47 @@ import numpy as np
 
 from gpexplorer import kernels
 
-__all__ = ["RandomFourierFeatures", "KERNEL_SMOOTHNESS", "kernel_name", "base_frequencies"]
+__all__ = ["RandomFourierFeatures", "fourier_kernels", "kernel_name", "base_frequencies"]
 
-#: kernel name -> Matern smoothness nu (None: squared exponential, Gaussian spectral density)
-KERNEL_SMOOTHNESS = {"se": None, "matern12": 0.5, "matern32": 1.5, "matern52": 2.5}
 _ALIASES = {"rbf": "se", "squared_exponential": "se", "squaredexponential": "se", "gaussian": "se",
             "laplace": "matern12", "exponential": "matern12"}
-_KERNEL_CLASSES = {kernels.SquaredExponential: "se", kernels.Matern12: "matern12",
-                   kernels.Matern32: "matern32", kernels.Matern52: "matern52"}
 #: largest absolute lengthscale ratio accepted (beyond it the features are numerically constant
 #: or alias at machine precision)
 _LENGTHSCALE_RANGE = (1e-8, 1e8)
 
 
+def fourier_kernels() -> dict:
+    """name -> class of the registered kernels with random Fourier features: those declaring the
+    Matern smoothness of their spectral density (``spectral_smoothness``; inf for the SE's Gaussian)."""
+    return {name: cls for name, cls in kernels.KERNELS.items() if cls.spectral_smoothness is not None}
+
+
 def kernel_name(kernel) -> str:
-    """Canonical name ("se", "matern12", "matern32", "matern52") of a name or kernel object."""
+    """Registry name ("se", "matern12", ...) of a kernel name or object with Fourier features."""
+    supported = fourier_kernels()
     if isinstance(kernel, kernels.Kernel):
-        name = _KERNEL_CLASSES.get(type(kernel))
+        name = next((n for n, cls in supported.items() if type(kernel) is cls), None)
         if name is None:
-            raise ValueError(f"random Fourier features support {sorted(_KERNEL_CLASSES.values())} kernels; "
+            raise ValueError(f"random Fourier features support the kernels {sorted(supported)}; "
                              f"got {type(kernel).__name__} (not stationary with a known spectral density)")
         return name
     if not isinstance(kernel, str):
         raise ValueError(f"kernel must be a name or a gpexplorer.kernels object; got {type(kernel).__name__}")
-    key = kernel.strip().lower().replace("-", "").replace(" ", "")
-    key = _ALIASES.get(key, key)
-    if key not in KERNEL_SMOOTHNESS:
-        raise ValueError(f"unknown kernel {kernel!r}; choose one of {sorted(KERNEL_SMOOTHNESS)}")
+    key = kernel.strip().lower()
+    if key not in supported:
+        key = key.replace("-", "").replace(" ", "")
+        key = _ALIASES.get(key, key)
+    if key not in supported:
+        raise ValueError(f"unknown kernel {kernel!r}; choose one of {sorted(supported)}")
     return key
 
 
 def base_frequencies(kernel: str, n_frequencies: int, input_dim: int, seed=0) -> np.ndarray:
     """Unit-lengthscale spectral draws [n_frequencies, input_dim] for ``kernel`` (see module doc)."""
-    nu = KERNEL_SMOOTHNESS[kernel_name(kernel)]
+    nu = fourier_kernels()[kernel_name(kernel)].spectral_smoothness
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((n_frequencies, input_dim))
-    if nu is None:
+    if np.isinf(nu):
         return z
     g = rng.gamma(shape=nu, scale=1.0 / nu, size=(n_frequencies, 1))
     return z / np.sqrt(g)

@@ -1,22 +1,18 @@
-"""Widgets and small layout pieces the labs share: prompt sliders and buttons, the kernel
-choices, and a view with its explanation beside it."""
+"""Widgets and small layout pieces the labs share: prompt sliders and buttons, and a view with
+its explanation beside it. (The labs' kernel, feature and likelihood choices come from the
+registries: :data:`gpexplorer.kernels.KERNELS` and the others, each class with its label.)"""
 
 from __future__ import annotations
 
 import panel as pn
 
-from gpexplorer import kernels
 from gpexplorer.ui import presenter
 from gpexplorer.ui.markup import TextBlock, card_header
 
-__all__ = ["PROMPT_MS", "PromptFloatSlider", "PromptButton", "KERNEL_LABELS", "kernel_choices", "note",
+__all__ = ["PROMPT_MS", "PromptFloatSlider", "PromptButton", "note",
            "with_note", "folded_in_presenter_mode"]
 
 PROMPT_MS = 5  # Panel batches widget events for 50 ms; a third of the 150 ms budget for a re-evaluation
-
-#: how the pages name the kernels of :data:`gpexplorer.kernels.KERNELS`
-KERNEL_LABELS = {"se": "Squared exponential", "matern12": "Matern 1/2", "matern32": "Matern 3/2",
-                 "matern52": "Matern 5/2", "rq": "Rational quadratic", "periodic": "Periodic", "linear": "Linear"}
 
 
 class PromptFloatSlider(pn.widgets.FloatSlider):
@@ -32,14 +28,6 @@ class PromptButton(pn.widgets.Button):
     """A Button whose clicks reach Python without Panel's 50 ms batching window."""
 
     _debounce = PROMPT_MS
-
-
-def kernel_choices(names):
-    """{label: registry name} of the kernels ``names`` (a selector's objects), in registry order."""
-    unknown = set(names) - set(kernels.KERNELS)
-    if unknown:
-        raise ValueError(f"not registered kernels: {sorted(unknown)}")
-    return {KERNEL_LABELS[name]: name for name in kernels.KERNELS if name in names}
 
 
 def note(html, width):

@@ -175,7 +175,7 @@ def sse(model, Xnew, Ynew):
 
 
 def _is_bernoulli(lik):
-    return getattr(lik, "name", "") in ("bernoulli_logit", "bernoulli_probit")
+    return getattr(lik, "kind", None) == "binary"
 
 
 def _targets(model, Xnew, Ynew):

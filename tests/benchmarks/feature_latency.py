@@ -58,11 +58,12 @@ from dashboard_latency import (  # noqa: E402
 from bokeh_page import ConsoleErrors, cds_length, server_log_problems  # noqa: E402
 
 from gpexplorer import inducing  # noqa: E402
-from gpexplorer.ui.sparse.features import DRAGGABLE, FEATURE_CHOICES, USES  # noqa: E402
+from gpexplorer.ui.sparse.features import feature_choices, uses  # noqa: E402
 
 TARGET_MS = 150.0
 C_DELTAS = 10  # deltas per sum-of-deltas feature (the issue's largest C)
 #: the lab's feature types that exist (other types may be added to the registry later)
+FEATURE_CHOICES = feature_choices()
 FEATURE_TYPES = [key for key in FEATURE_CHOICES.values() if key in inducing.FEATURES]
 LABELS = {value: label for label, value in FEATURE_CHOICES.items()}
 #: the sliders of the selected feature: setting -> (label on the page, the two values alternated)
@@ -93,7 +94,7 @@ def open_feature_lab(page, url, kind, M, C=C_DELTAS):
     page.goto(url + lab_query(kind, M, C), timeout=LOAD_TIMEOUT_MS)
     wait_first_plot(page)
     wait_all_views(page)
-    expected = {"feature-curves": M, "inducing": M if kind in DRAGGABLE else 0}
+    expected = {"feature-curves": M, "inducing": M if inducing.FEATURES[kind].draggable else 0}
     if kind == "sum-of-deltas":
         expected["feature-deltas"] = M * C
     deadline = time.monotonic() + LOAD_TIMEOUT_MS / 1000
@@ -134,8 +135,8 @@ def measure_feature_slider(page, label, values, reps, warmup):
 def actions(kind):
     """(name, setting or None) of every action measured for feature type ``kind``."""
     out = [("noise slider", None)]
-    out += [(f"{FEATURE_SLIDERS[name][0]} slider", name) for name in FEATURE_SLIDERS if name in USES[kind]]
-    if kind in DRAGGABLE:
+    out += [(f"{FEATURE_SLIDERS[name][0]} slider", name) for name in FEATURE_SLIDERS if name in uses(kind)]
+    if inducing.FEATURES[kind].draggable:
         out.append(("drag of a centre", "drag"))
     return out
 

@@ -19,7 +19,7 @@ from gpexplorer.ui import SparseRegressionLab
 from gpexplorer.ui.sparse import features as lab_features
 from gpexplorer.ui.sparse import readouts
 
-KINDS = [k for k in lab_features.FEATURE_CHOICES.values() if k in inducing.FEATURES]
+KINDS = [k for k in lab_features.feature_choices().values() if k in inducing.FEATURES]
 #: Okabe & Ito (2008), "Color Universal Design": eight colours told apart with any colour vision
 OKABE_ITO = {"#000000", "#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00", "#cc79a7"}
 LONG_NUMBER = re.compile(r"\d{13,}")

@@ -182,9 +182,9 @@ class BlackBoxLab(LabBase):
         if self.fit_error is None or not self.results:
             return None
         used = self._url_overrides()
-        if used["likelihood"] == "expression":
+        if used["likelihood"] in cfg.TYPED_LIKELIHOODS:
             return f"log p(y | f) = {used['log_likelihood']}"
-        names = {v: k for k, v in cfg.LIKELIHOOD_CHOICES.items()}
+        names = {v: k for k, v in cfg.likelihood_choices().items()}
         return f"likelihood: {names.get(used['likelihood'], used['likelihood'])}"
 
     def _fit_context(self):

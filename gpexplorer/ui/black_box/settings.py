@@ -8,18 +8,27 @@ never sees later edits. Nothing here touches Bokeh.
 
 from __future__ import annotations
 
+import inspect
+
 import param
 
-from gpexplorer.likelihoods import LIKELIHOODS
-from gpexplorer.likelihoods.pointwise_expression import ExpressionLikelihood
+from gpexplorer.likelihoods import LIKELIHOODS, TYPED_LIKELIHOODS
 
 DATASETS = {"Coal-mining disasters (LGCP)": "coal", "Breast cancer (30-D binary)": "cancer",
             "1-D binary toy": "toy_binary", "1-D Gaussian toy": "toy_gaussian", "Uploaded CSV": "upload"}
-#: likelihoods offered; "auto" is the data set's own, "expression" the one typed into ``log_likelihood``
-#: (softmax needs multi-class data: not offered)
-LIKELIHOOD_CHOICES = {"the data set's": "auto", "Gaussian": "gaussian", "Bernoulli (logit)": "bernoulli_logit",
-                      "Bernoulli (probit)": "bernoulli_probit", "Poisson": "poisson",
-                      "Warped Gaussian": "warped_gaussian", "Typed: log p(y | f) = ...": "expression"}
+#: the kinds of observations the page's data sets have (a likelihood of another kind, such as
+#: categorical for softmax, has no data here: not offered)
+OFFERED_KINDS = ("regression", "binary", "counts")
+
+
+def likelihood_choices():
+    """{label: name}: "auto" (the data set's own), every registered likelihood of an offered kind,
+    and the typed ones (their text in ``log_likelihood``)."""
+    return {"the data set's": "auto", **LIKELIHOODS.choices(lambda cls: cls.kind in OFFERED_KINDS),
+            **TYPED_LIKELIHOODS.choices()}
+
+
+LIKELIHOOD_CHOICES = likelihood_choices()
 DEFAULT_EXPRESSION = "y*f - exp(f) - gammaln(y + 1)"
 POSTERIORS = {"FG": "fg", "MoG1": "mog1", "MoG2": "mog2"}
 LABELS = {v: k for k, v in POSTERIORS.items()}
@@ -64,6 +73,10 @@ class BlackBoxSettings(param.Parameterized):
     evals_per_block = param.Integer(default=10, bounds=(2, 100), label="Evaluations per block",
                                     doc="L-BFGS evaluations per block and round (the paper: 25)")
 
+    def __init__(self, **values):
+        type(self).param.likelihood.objects = likelihood_choices()  # one registered after import too
+        super().__init__(**values)
+
     def _show(self, name, visible):
         """Hide a control (negative precedence) or show it in its place in :func:`control_groups`."""
         order = url_parameters()
@@ -77,7 +90,7 @@ class BlackBoxSettings(param.Parameterized):
 
     @param.depends("likelihood", watch=True, on_init=True)
     def _show_expression(self):
-        self._show("log_likelihood", self.likelihood == "expression")
+        self._show("log_likelihood", self.likelihood in TYPED_LIKELIHOODS)
 
     @param.depends("estimator", watch=True, on_init=True)
     def _show_sampling_controls(self):
@@ -108,7 +121,7 @@ def url_parameters():
 def likelihood_name(s, problem):
     """The registered likelihood used: the setting's, or the data set's with "auto"."""
     name = problem.likelihood if s.likelihood == "auto" else s.likelihood
-    if name not in LIKELIHOODS and name != "expression":
+    if name not in LIKELIHOODS and name not in TYPED_LIKELIHOODS:
         raise ValueError(f"unknown likelihood {name!r}")
     return name
 
@@ -116,10 +129,12 @@ def likelihood_name(s, problem):
 def fit_options(s, problem):
     """A plain snapshot of everything the background fit needs from the settings."""
     lik = likelihood_name(s, problem)
-    options = problem.options if lik == "poisson" else {}
-    if lik == "expression":
-        ExpressionLikelihood(s.log_likelihood).validate(problem.Y)  # a typing error is reported before any fit
+    if lik in TYPED_LIKELIHOODS:
+        TYPED_LIKELIHOODS[lik](s.log_likelihood).validate(problem.Y)  # a typing error is reported before any fit
         options = {"text": s.log_likelihood}
+    else:  # the data set's options (the coal bins' offset) that this likelihood takes
+        accepted = inspect.signature(LIKELIHOODS[lik]).parameters
+        options = {k: v for k, v in (problem.options or {}).items() if k in accepted}
     return {"likelihood": lik, "likelihood_options": options,
             "M": int(s.M), "estimator": s.estimator, "num_samples": int(s.num_samples),
             "control_variate": bool(s.control_variate and s.estimator == "score"),

@@ -21,13 +21,22 @@ from gpexplorer.likelihoods.expressions import MAX_LENGTH as MAX_EXPRESSION_CHAR
 from gpexplorer.likelihoods.expressions import check_on_range
 from gpexplorer.likelihoods.forward_models import SCALAR_FORWARD_MODELS, get_forward_model
 from gpexplorer.linearized.comparison import METHODS, ComparisonSettings, InversionProblem
+from gpexplorer import kernels
+from gpexplorer.random_features.fourier import fourier_kernels
 from gpexplorer.ui.uploads import read_upload
-from gpexplorer.ui.widgets import kernel_choices
 
 DEFAULTS = ComparisonSettings()
 FORWARD_CHOICES = {**{name: name for name in SCALAR_FORWARD_MODELS}, "custom expression": "custom"}
-#: kernels offered (each has random Fourier features for EKS / UKS)
-KERNELS = kernel_choices(("se", "matern32", "matern52"))
+
+
+def kernel_choices():
+    """{label: name} of the registered kernels offered: those with a variance and a lengthscale (the
+    sliders) and random Fourier features (EKS / UKS), on plain vector inputs."""
+    return {cls.label: name for name, cls in fourier_kernels().items()
+            if cls.has_lengthscale() and "variance" in cls.param_names and cls.input_shape is None}
+
+
+KERNELS = kernel_choices()
 DATASETS = {"Toy inversion (EGP paper 4.1)": "toy", "Uploaded CSV (x, y)": "upload"}
 Y_PREDICTIONS = {"quadrature (eq. 39)": "quadrature", "unscented (eq. 40)": "unscented"}
 TOY_POINTS = 1000  # EGP paper section 4.1: 1000 points on [-2 pi, 2 pi], train on N, test on the rest
@@ -109,6 +118,18 @@ class LinearizedSettings(param.Parameterized):
         label="Profile F along",
         doc="Hyperparameter that 'Profile free energy' varies (from a tenth to ten times each method's "
             "shown value, the others held): the free energy (eq. 41) and the test NLPD of f* along it")
+
+    def __init__(self, **values):
+        type(self).param.kernel.objects = kernel_choices()  # a kernel registered after import is offered
+        super().__init__(**values)
+
+    @param.depends("kernel", watch=True, on_init=True)
+    def _kernel_slider_ranges(self):
+        """The variance and lengthscale sliders span the ranges the chosen kernel's specs give."""
+        specs = kernels.KERNELS[self.kernel]().parameter_specs
+        for name in ("variance", "lengthscale"):
+            if specs[name].slider is not None:
+                self.param[name].softbounds = specs[name].slider
 
     @param.depends("forward", watch=True, on_init=True)
     def _show_expression(self):

@@ -31,7 +31,7 @@ class FeatureViews:
 
     def _on_delta_drag(self, attr, old, new):
         """A sum of deltas' delta dragged in the strip: move that delta alone, re-evaluate everything."""
-        if self._quiet or self.feature is None or lab_features.kind_of(self.feature) != "sum-of-deltas":
+        if self._quiet or self.feature is None or self.feature.delta_positions() is None:
             return
         x, members, deltas = (np.asarray(new.get(k, []), dtype=float) for k in ("x", "member", "delta"))
         if len(x) != self.feature.Z.shape[0] * self.feature.C or not np.all(np.isfinite(x)):
@@ -57,12 +57,12 @@ class FeatureViews:
         return None if self.feature is None else self._markers(self.feature)
 
     def _draggable(self):
-        return self.feature is not None and lab_features.kind_of(self.feature) in lab_features.DRAGGABLE
+        return lab_features.is_draggable(self.feature)
 
     def _markers(self, feature):
         if feature is None:
             return None
-        if lab_features.kind_of(feature) not in lab_features.DRAGGABLE:
+        if not lab_features.is_draggable(feature):
             return np.empty((0, feature.input_dim))
         return np.asarray(feature.locations, dtype=float)
 

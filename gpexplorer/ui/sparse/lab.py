@@ -194,7 +194,7 @@ class SparseRegressionLab(FitJobs, FeatureViews, LabBase):
                 self._type_defaults = set(cfg.FEATURE_EDITS) - names
             self._reload(f"{' and '.join(sorted(names & set(cfg.STRUCTURAL)))} changed")
             return
-        if names & set(cfg.HYPERPARAMETERS) or names & {"inducing_inputs", *cfg.FEATURE_EDITS}:
+        if names & set(cfg.hyperparameters()) or names & {"inducing_inputs", *cfg.FEATURE_EDITS}:
             self.mode = "manual"
             if "inducing_inputs" in names and self._url_Z() is not None:
                 self.feature = lab_features.dragged(self.feature, self._url_Z())

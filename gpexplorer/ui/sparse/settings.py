@@ -11,21 +11,40 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from gpexplorer import datasets, kernels
+from gpexplorer import datasets, inducing, kernels
 from gpexplorer.inducing.placement import initial_inducing_inputs
 from gpexplorer.sparse import objectives
 from gpexplorer.sparse.comparison import APPROXIMATIONS, LABELS, ParameterSet
 from gpexplorer.inducing import InducingFeature
 from gpexplorer.ui.sparse import features
-from gpexplorer.ui.sparse.features import FEATURE_CHOICES, FEATURE_SETTINGS, SE_ONLY, USES
+from gpexplorer.ui.sparse.features import FEATURE_SETTINGS, feature_choices, supports, uses
 from gpexplorer.ui.uploads import read_upload
-from gpexplorer.ui.widgets import kernel_choices
 
 DATASETS = {"Snelson (200)": "snelson", "Snelson-100": "snelson100", "mcycle": "mcycle",
             "1-D synthetic": "synthetic1d", "4-D problem (thesis 3.2.4)": "thesis4d",
             "Uploaded CSV": "upload"}
-#: every registered kernel with a variance and a lengthscale, which the sliders set
-KERNELS = kernel_choices([name for name, kernel in kernels.KERNELS.items() if "lengthscale" in kernel().parameters])
+
+
+def kernel_choices():
+    """{label: name} of the registered kernels the page offers: those with a lengthscale (the
+    page's inputs are plain vectors, so no kernel that needs images)."""
+    return kernels.KERNELS.choices(lambda cls: cls.has_lengthscale() and cls.input_shape is None)
+
+
+def kernel_sliders():
+    """Names of the sliders of the offered kernels' parameters, in registry order."""
+    names = []
+    for key in kernel_choices().values():
+        names += [n for n in kernels.KERNELS[key].param_names if n not in names]
+    return names
+
+
+def hyperparameters():
+    """The settings that are model hyperparameters (every kernel slider and the noise)."""
+    return (*kernel_sliders(), "noise_variance")
+
+
+KERNELS = kernel_choices()
 MAX_UPLOAD_ROWS = 20_000
 MAX_EXACT_N = 3000  # the exact GP is O(N^3); larger uploads are refused with a message
 MAX_URL_INPUT = 1e6  # |inducing input| accepted from a URL
@@ -34,8 +53,6 @@ MAX_URL_INPUT = 1e6  # |inducing input| accepted from a URL
 STRUCTURAL = ("dataset", "n_points", "data_noise", "data_seed", "kernel", "M", "z_init", "seed", "feature", "C")
 #: settings that edit the current inducing feature in place (no re-initialisation)
 FEATURE_EDITS = ("feature_width", "feature_frequency")
-HYPERPARAMETERS = ("variance", "lengthscale", "alpha", "period", "noise_variance")
-KERNEL_EXTRAS = {"rq": ("alpha",), "periodic": ("period",)}
 
 
 #: the data controls and the datasets they act on; elsewhere they are hidden
@@ -62,7 +79,7 @@ class LabSettings(param.Parameterized):
     z_init = param.Selector(default="random", objects=["even", "random", "kmeans"],
                             doc="Initial placement of the inducing inputs")
     seed = param.Integer(default=0, bounds=(0, 10_000), doc="Seed for the initial inducing inputs")
-    feature = param.Selector(default="points", objects=FEATURE_CHOICES, label="Inducing features",
+    feature = param.Selector(default="points", objects=feature_choices(), label="Inducing features",
                              doc="What each inducing variable is (thesis ch. 4): a point, a bump (multiscale), a "
                                  "Gabor wavelet (time-frequency), a windowed sinusoid (frequency) or a sum of C deltas")
     C = param.Integer(default=3, bounds=(1, 20), precedence=-1, doc="Deltas per inducing feature (sum of deltas)")
@@ -99,6 +116,10 @@ class LabSettings(param.Parameterized):
     split_of = param.Selector(default="vfe", objects=list(reversed(objectives.APPROXIMATIONS)),
                               doc="Approximation whose g/h split is drawn")
 
+    def __init__(self, **values):
+        _offer_registered(type(self))
+        super().__init__(**values)
+
     @param.depends("dataset", watch=True, on_init=True)
     def _show_data_controls(self):
         """A data control is shown only for the datasets it acts on (issue 14 bug 4)."""
@@ -108,19 +129,38 @@ class LabSettings(param.Parameterized):
     @param.depends("feature", watch=True, on_init=True)
     def _show_feature_controls(self):
         for name in FEATURE_SETTINGS:
-            self.param[name].precedence = 1 if name in USES[self.feature] else -1
+            self.param[name].precedence = 1 if name in uses(self.feature) else -1
 
     @param.depends("kernel", watch=True, on_init=True)
-    def _show_kernel_extras(self):
-        for name in ("alpha", "period"):
-            self.param[name].precedence = 1 if name in KERNEL_EXTRAS.get(self.kernel, ()) else -1
+    def _show_kernel_parameters(self):
+        """The chosen kernel's sliders, over the ranges its parameter specs give."""
+        specs = kernels.KERNELS[self.kernel]().parameter_specs
+        for name in kernel_sliders():
+            self.param[name].precedence = 1 if name in specs else -1
+            if name in specs and specs[name].slider is not None:
+                self.param[name].softbounds = specs[name].slider
+
+
+def _offer_registered(cls):
+    """Point the kernel and feature selectors at the registries as they are now, and give every
+    offered kernel parameter a slider (a kernel registered after import is offered too)."""
+    cls.param.kernel.objects = kernel_choices()
+    cls.param.feature.objects = feature_choices()
+    for key in kernel_choices().values():
+        kernel = kernels.KERNELS[key]()
+        for name, spec in kernel.parameter_specs.items():
+            if name not in cls.param:
+                soft = spec.slider or (spec.lower, spec.upper)
+                cls.param.add_parameter(name, param.Number(
+                    default=float(np.mean(kernel.parameters[name])), bounds=(spec.lower, spec.upper), softbounds=soft,
+                    precedence=-1, doc=f"{name} of the {kernels.KERNELS[key].label} kernel"))
 
 
 def control_groups():
     """Parameter names of each control panel, in display order."""
     return {
         "Data": ["dataset", "n_points", "data_noise", "data_seed"],
-        "Model": ["kernel", "variance", "lengthscale", "alpha", "period", "noise_variance"],
+        "Model": ["kernel", *kernel_sliders(), "noise_variance"],
         "Inducing inputs": ["M", "z_init", "seed", "feature", "C", "selected_feature", "feature_width",
                             "feature_frequency", "jitter"],
         "Show": ["approximations", "band", "show_samples", "split_of", "position_jitter"],
@@ -135,9 +175,8 @@ def url_parameters():
 
 
 def make_kernel(s: LabSettings):
-    kw = {"variance": s.variance, "lengthscale": s.lengthscale}
-    kw.update({name: getattr(s, name) for name in KERNEL_EXTRAS.get(s.kernel, ())})
-    return kernels.KERNELS[s.kernel](**kw)
+    cls = kernels.KERNELS[s.kernel]
+    return cls(**{name: getattr(s, name) for name in cls.param_names})
 
 
 def load_dataset(s: LabSettings, uploaded=None):
@@ -179,18 +218,19 @@ def shared_parameters(ds, s: LabSettings, feature) -> ParameterSet:
 
 def initial_feature(ds, s: LabSettings, Z):
     """The chosen feature type at inducing locations ``Z``; ValueError when it cannot be used here."""
-    if s.feature in SE_ONLY and s.kernel != "se":
-        raise ValueError(f"{s.feature} features are worked out for the squared-exponential kernel only "
-                         "(thesis ch. 4); choose that kernel, or inducing points or sums of deltas")
+    if not supports(s.feature, s.kernel):
+        usable = [kernels.KERNELS[k].label for k in kernel_choices().values() if supports(s.feature, k)]
+        raise ValueError(f"{inducing.FEATURES[s.feature].label} features have no covariances with the "
+                         f"{kernels.KERNELS[s.kernel].label.lower()} kernel (thesis ch. 4); choose "
+                         f"{' or '.join(usable) or 'another feature type'}, or inducing points")
     return features.build(s.feature, Z, s)
 
 
 def adopt(s: LabSettings, p: ParameterSet):
     """Write fitted hyperparameters back into the settings (ARD lengthscales averaged)."""
     values = {"variance": float(p.kernel.variance), "noise_variance": float(p.noise_variance)}
-    values["lengthscale"] = float(np.mean(p.kernel.lengthscale))
-    for name in KERNEL_EXTRAS.get(s.kernel, ()):
-        values[name] = float(getattr(p.kernel, name))
+    for name in p.kernel.param_names:
+        values[name] = float(np.mean(getattr(p.kernel, name)))  # ARD lengthscales averaged
     values = {k: float(np.clip(v, *s.param[k].bounds)) for k, v in values.items()}
     s.param.update(values)
 
