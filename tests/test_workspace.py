@@ -218,14 +218,15 @@ def test_threads_sharing_a_workspace_get_correct_results():
     k = kernel("se", 1)
     kind, variance, ls, alpha = k.fused_arguments(1)
     ws = objectives.Workspace()
-    expected = objectives.fused_stationary_objective(kind, X, y, Z, variance, ls, alpha, 0.1, JITTER, "fitc")
+    expected = objectives.fused_stationary_objective(kind, X, y, Z, variance, ls, alpha, 0.1, jitter=JITTER,
+                                                     approximation="fitc")
     out, errors = [], []
 
     def work():
         try:
             for _ in range(20):
-                out.append(objectives.fused_stationary_objective(kind, X, y, Z, variance, ls, alpha, 0.1, JITTER,
-                                                                 "fitc", workspace=ws))
+                out.append(objectives.fused_stationary_objective(kind, X, y, Z, variance, ls, alpha, 0.1,
+                                                                 jitter=JITTER, approximation="fitc", workspace=ws))
         except Exception as err:  # pragma: no cover - reported below
             errors.append(err)
 
@@ -236,8 +237,8 @@ def test_threads_sharing_a_workspace_get_correct_results():
         t.join()
     assert not errors and len(out) == 60
     for o in out:
-        assert o[0] == expected[0]
-        np.testing.assert_array_equal(o[6], expected[6])
+        assert o.value == expected.value
+        np.testing.assert_array_equal(o.dZ, expected.dZ)
 
 
 def test_fused_path_with_workspace_equals_without():

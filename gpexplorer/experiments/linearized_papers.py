@@ -186,7 +186,7 @@ def _refusal(method, forward):
     raise AssertionError(f"{method} accepted the non-differentiable forward model {forward!r}")
 
 
-def run_toy(methods=("EGP", "UGP", "EKS", "UKS"), forwards=TABLE1_FORWARDS, n_folds=TOY_N_SPLITS,
+def run_toy(methods=("EGP", "UGP", "EKS", "UKS"), forwards=TABLE1_FORWARDS, n_folds=TOY_N_SPLITS, *,
             feature_counts=(200,), seed=0, latent_kernel="matern52", n_draws=1, progress=None,
             feature_kernel=None):
     """EGP Table 1 / EKS Table 1 and fig. 1: every (method, forward, D) on the first ``n_folds`` folds.

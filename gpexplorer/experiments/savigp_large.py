@@ -58,7 +58,7 @@ def _balanced_inputs(X, y, M, seed=0):
     return X[np.sort(rows)]
 
 
-def run_mnist(quick=False, M=None, steps=None, batch_size=None, estimator="reparam", num_samples=None,
+def run_mnist(quick=False, *, M=None, steps=None, batch_size=None, estimator="reparam", num_samples=None,
               learning_rate=0.1, seed=0, out=None, progress=True):
     """Softmax SAVIGP on mnist_5k (module docstring); returns a dict with one result row."""
     t0 = time.perf_counter()
@@ -156,7 +156,7 @@ def usps_cell(cell, data):
     return row
 
 
-def run_usps(quick=False, sfs=None, max_iter=None, linearized=True, scheduler=None, n_workers=None, processes=True,
+def run_usps(quick=False, *, sfs=None, max_iter=None, linearized=True, scheduler=None, n_workers=None, processes=True,
              progress=True, out=None):
     """SAVIGP FG over SF (through dask) beside EGP and UGP (learnt hyperparameters; --quick: the
     EGP paper's Table 2 hyperparameters) on the USPS 3-vs-5 split; returns a dict."""

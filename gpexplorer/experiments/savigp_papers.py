@@ -232,7 +232,7 @@ def _claims(experiment, table):
     return out
 
 
-def run_sweep(experiment, quick=False, folds=None, max_iter=None, sfs=None, posteriors=POSTERIORS, scheduler=None,
+def run_sweep(experiment, quick=False, *, folds=None, max_iter=None, sfs=None, posteriors=POSTERIORS, scheduler=None,
               n_workers=None, processes=True, progress=True, out=None):
     """One SF sweep (``boston``, ``abalone`` or ``breast-cancer``) through dask; returns a dict
     with the per-cell ``rows``, the ``table`` beside the authors' numbers, ``differs``, ``claims``."""

@@ -117,7 +117,7 @@ class LinearizedGP(KernelAndNoise):
     (one :class:`IterationRecord` per Gauss-Newton iteration), ``converged``, ``diverged``.
     """
 
-    def __init__(self, X, y, forward="identity", linearization="taylor", kernel=None,
+    def __init__(self, X, y, forward="identity", linearization="taylor", kernel=None, *,
                  noise_variance=1.0, kappa=0.5, max_iter=100, tol=1e-6, max_step_cuts=24,
                  step_shrink=0.75, jitter=0.0, inner_loop="map-search"):
         from gpexplorer.likelihoods.forward_models import get_forward_model, not_differentiable_message

@@ -119,7 +119,7 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
     ``stop_reason`` ("converged", "diverged" or "max_iter").
     """
 
-    def __init__(self, X, Y, forward="seismic", linearization="taylor", n_features=200, kernel="matern52",
+    def __init__(self, X, Y, forward="seismic", linearization="taylor", *, n_features=200, kernel="matern52",
                  lengthscale=None, weight_variance=None, noise_variance=1.0, prior_mean=0.0, kappa=0.5,
                  seed=0, max_iter=100, tol=1e-6, max_cuts=10, newton_step="coupled", **forward_options):
         self.forward = get_forward_model(forward, **forward_options)

@@ -138,7 +138,7 @@ def _local_search(objective, x0, lo, hi, method, budget, xtol):
 class _BoundSearch:
     """One search of eq. 20 from one start: its evaluations (``trace``), its best point and budget."""
 
-    def __init__(self, model, names, lo, hi, budget, warm_start, callback, best, trace):
+    def __init__(self, model, names, lo, hi, budget, *, warm_start, callback, best, trace):
         self.model, self.names, self.lo, self.hi = model, names, lo, hi
         self.budget, self.warm_start, self.callback = budget, warm_start, callback
         self.best, self.trace, self.n_eval = best, trace, 0
@@ -200,7 +200,7 @@ class _BoundSearch:
         return success, message, restarts, False
 
 
-def fit_hyperparameters(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, method="cobyqa",
+def fit_hyperparameters(model, *, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, method="cobyqa",
                         xtol=1e-2, warm_start=False, scan_lengthscale=True):
     """Maximise eq. 20 of ``model`` (a LinearizedKitchenSinks); see
     :meth:`gpexplorer.linearized.kitchen_sinks.LinearizedKitchenSinks.fit` for the arguments.
@@ -222,8 +222,8 @@ def fit_hyperparameters(model, max_iter=200, fixed=(), restarts=0, seed=None, ca
     def search(x_start):
         first_search = not searches  # the first starts at x0, whose bound is already known
         best = dict(start) if first_search else {"F": -math.inf, "x": x_start.copy(), "snap": start["snap"]}
-        searches.append(_BoundSearch(model, names, lo, hi, max_iter, warm_start, callback, best,
-                                     first if first_search else []))
+        searches.append(_BoundSearch(model, names, lo, hi, max_iter, warm_start=warm_start, callback=callback,
+                                     best=best, trace=first if first_search else []))
         try:
             success, message, scans, stopped = searches[-1].run(x_start, method, xtol, scan_lengthscale)
         except BaseException:  # e.g. a callback cancelling the fit: leave the model at the best point

@@ -26,11 +26,11 @@ between evaluations), or None.""")
 @FUSED_OBJECTIVES.register(InducingPoints, Stationary)
 def points_stationary(feature, kernel, X, y, noise, jitter, approximation, workspace=None):
     kind, variance, lengthscale, alpha = kernel.fused_arguments(X.shape[1])
-    F, terms, dvar, dl, dalpha, dnoise, dZ, jitter_used = fused_stationary_objective(
-        kind, X, y, feature.Z, variance, lengthscale, alpha, noise, jitter, approximation, workspace=workspace)
-    grads = kernel.pack_gradients(dvar, dl, dalpha)
-    grads["noise_variance"] = dnoise
-    return F, grads, {"Z": dZ}, terms, jitter_used
+    out = fused_stationary_objective(kind, X, y, feature.Z, variance, lengthscale, alpha, noise, jitter=jitter,
+                                     approximation=approximation, workspace=workspace)
+    grads = kernel.pack_gradients(out.d_variance, out.d_lengthscale, out.d_alpha)
+    grads["noise_variance"] = out.d_noise
+    return out.value, grads, {"Z": out.dZ}, out.terms, out.jitter_used
 
 
 @FUSED_OBJECTIVES.register(SumOfDeltas, Stationary)

@@ -89,7 +89,7 @@ def fit_one(ds, name, start: ParameterSet, fixed=(), restarts=0, max_iter=300, s
         last_change=last_change(log_evidence))
 
 
-def fit_all(ds, start: ParameterSet, names, fixed=(), restarts=0, max_iter=300, seed=0,
+def fit_all(ds, start: ParameterSet, names, *, fixed=(), restarts=0, max_iter=300, seed=0,
             vfe_from_fitc=False, report=None, warm=None):
     """Fit "exact" and every name in ``names`` from ``start``; returns name -> FitOutcome.
 

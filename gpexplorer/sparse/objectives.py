@@ -25,6 +25,7 @@ FITC, VFE) or the deterministic SoR conditional (fig. 2.3).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,6 +59,19 @@ class ObjectiveResult:
     dKdiag: np.ndarray | None = None  # [N]
     dnoise: float | None = None
     extras: dict = field(default_factory=dict)
+
+
+class FusedObjective(NamedTuple):
+    """What :func:`fused_stationary_objective` returns: F, its terms and dF/d(each input)."""
+
+    value: float  # F
+    terms: dict
+    d_variance: float
+    d_lengthscale: np.ndarray  # [D]
+    d_alpha: float
+    d_noise: float
+    dZ: np.ndarray  # [M, D]
+    jitter_used: float
 
 
 @dataclass
@@ -178,11 +192,12 @@ def collapsed_objective(Kuu, Kuf, kdiag, y, noise, jitter, approximation, *, gra
     return result, SparsePosterior(L=post.L, LB=post.LB, weights=post.weights, jitter_used=jitter_used)
 
 
-def fused_stationary_objective(kind, X, y, Z, variance, lengthscale, alpha, noise, jitter, approximation,
-                               warn=True, *, workspace=None):
+def fused_stationary_objective(kind, X, y, Z, variance, lengthscale, alpha, noise, *, jitter, approximation,
+                               warn=True, workspace=None):
     """Objective and all gradients for a stationary kernel in one compiled call (hot path).
 
-    Returns (F, terms, d_variance, d_lengthscale[D], d_alpha, d_noise, dZ, jitter_used).
+    Returns a :class:`FusedObjective` (F, terms, d_variance, d_lengthscale[D], d_alpha, d_noise, dZ,
+    jitter_used).
     Where K(Z, X) is large it is computed first, with numpy's SIMD exp (kernels._loops.kernel_matrix).
     ``workspace``: a :class:`Workspace` whose arrays the evaluation may reuse.
     """
@@ -209,8 +224,9 @@ def fused_stationary_objective(kind, X, y, Z, variance, lengthscale, alpha, nois
         _give_back(workspace, arrays)
     c, complexity, data_fit, trace = out.terms.tolist()
     terms = {"constant": c, "complexity": complexity, "data_fit": data_fit, "trace": trace}
-    return (c + complexity + data_fit + trace, terms, out.variance, out.lengthscale, out.alpha, out.noise, out.Z,
-            jitter_used)
+    return FusedObjective(value=c + complexity + data_fit + trace, terms=terms, d_variance=out.variance,
+                          d_lengthscale=out.lengthscale, d_alpha=out.alpha, d_noise=out.noise, dZ=out.Z,
+                          jitter_used=jitter_used)
 
 
 def exact_objective(Kff, y, noise, *, grad=False, jitter=0.0):

@@ -146,7 +146,7 @@ class SparseGPR(_GPRBase):
     ``jitter_used`` and a :class:`gpexplorer.linalg.JitterWarning` is issued.
     """
 
-    def __init__(self, X, y, kernel, Z, approximation="vfe", noise_variance=1.0, jitter=1e-6,
+    def __init__(self, X, y, kernel, Z, approximation="vfe", *, noise_variance=1.0, jitter=1e-6,
                  z_init="kmeans", seed=None):
         super().__init__(X, y, kernel, noise_variance)
         if approximation not in sparse.APPROXIMATIONS:

@@ -184,7 +184,7 @@ def _evaluate(model, X, y):
             "nlpd": metrics.nlpd(y, mean, var), "smse": metrics.smse(y, mean)}
 
 
-def m_sweep(dataset, kernel, noise_variance, Ms, approximations=("fitc", "vfe"), z_init="kmeans", seed=0,
+def m_sweep(dataset, kernel, noise_variance, Ms, approximations=("fitc", "vfe"), *, z_init="kmeans", seed=0,
             max_iter=200, progress=None, cancelled=None, tighten_upper_bound=0, inducing=None) -> dict:
     """FITC and VFE jointly optimised for each M in ``Ms`` (thesis fig. 3.5-3.7), and the exact GP.
 

@@ -89,18 +89,20 @@ def elbo(X, Y, kernels, features, likelihood, posterior, *, estimator="quadratur
     :mod:`.fused_fg` (same results), with the work arrays of ``workspace``
     (a :class:`gpexplorer.workspace.Workspace`, or None).
     """
-    return _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_samples, seed, n_points,
-                 control_variate, jitter, eval_gradient, False, workspace)
+    return _elbo(X, Y, kernels, features, likelihood, posterior, estimator=estimator, eps=eps,
+                 num_samples=num_samples, seed=seed, n_points=n_points, control_variate=control_variate,
+                 jitter=jitter, eval_gradient=eval_gradient, reference=False, workspace=workspace)
 
 
 def elbo_reference(X, Y, kernels, features, likelihood, posterior, *, estimator="quadrature", eps=None,
                    num_samples=2000, seed=0, n_points=None, control_variate=False, jitter=1e-6, eval_gradient=False):
     """:func:`elbo` by the plain paths (Cholesky solves, every likelihood call checked)."""
-    return _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_samples, seed, n_points,
-                 control_variate, jitter, eval_gradient, True)
+    return _elbo(X, Y, kernels, features, likelihood, posterior, estimator=estimator, eps=eps,
+                 num_samples=num_samples, seed=seed, n_points=n_points, control_variate=control_variate,
+                 jitter=jitter, eval_gradient=eval_gradient, reference=True)
 
 
-def _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_samples, seed, n_points,
+def _elbo(X, Y, kernels, features, likelihood, posterior, *, estimator, eps, num_samples, seed, n_points,
           control_variate, jitter, eval_gradient, reference, workspace=None):
     X = as_inputs(X)
     Y = likelihood.validate(Y)
@@ -112,8 +114,8 @@ def _elbo(X, Y, kernels, features, likelihood, posterior, estimator, eps, num_sa
     kernels, features = _as_list(kernels, Q, "kernels"), _as_list(features, Q, "features")
     if not reference and fused_fg.applies(kernels, features, posterior, estimator):
         value, terms, grads, est, lat = fused_fg.fg_points_stationary(
-            X, Y, kernels[0], features[0], likelihood, posterior, n_points, jitter, eval_gradient, MIN_VARIANCE,
-            workspace)
+            X, Y, kernels[0], features[0], likelihood, posterior, n_points=n_points, jitter=jitter,
+            eval_gradient=eval_gradient, min_variance=MIN_VARIANCE, workspace=workspace)
         return ElboResult(value=value, terms=terms, entropy_kind="exact", grads=grads or {}, estimate=est,
                           latents=[lat], jitter_used=[lat.jitter_used])
     lats, b, var = marginal_moments(X, kernels, features, posterior, jitter, reference=reference)

@@ -253,17 +253,19 @@ def estimate(lik, b, var, Y, method="quadrature", *, eps=None, num_samples=2000,
     ``eps``: (S, N, Q) standard normal draws to reuse (else ``num_samples`` drawn with ``seed``).
     Returns an :class:`Estimate`.
     """
-    return _estimate(lik, b, var, Y, method, eps, num_samples, seed, n_points, control_variate, holdout, True)
+    return _estimate(lik, b, var, Y, method, eps=eps, num_samples=num_samples, seed=seed, n_points=n_points,
+                     control_variate=control_variate, holdout=holdout, fast=True)
 
 
 def estimate_reference(lik, b, var, Y, method="quadrature", *, eps=None, num_samples=2000, seed=0, n_points=None,
                        control_variate=False, holdout=0.1):
     """:func:`estimate` by the plain path (every likelihood call checked, f formed per call): the
     reference the fast path is tested against."""
-    return _estimate(lik, b, var, Y, method, eps, num_samples, seed, n_points, control_variate, holdout, False)
+    return _estimate(lik, b, var, Y, method, eps=eps, num_samples=num_samples, seed=seed, n_points=n_points,
+                     control_variate=control_variate, holdout=holdout, fast=False)
 
 
-def _estimate(lik, b, var, Y, method, eps, num_samples, seed, n_points, control_variate, holdout, fast):
+def _estimate(lik, b, var, Y, method, *, eps, num_samples, seed, n_points, control_variate, holdout, fast):
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     if control_variate and method != "score":
@@ -322,7 +324,7 @@ def _estimate(lik, b, var, Y, method, eps, num_samples, seed, n_points, control_
                     num_samples=int(S))
 
 
-def estimator_variance(lik, b, var, Y, method, num_samples, n_repeats=20, seed=0, control_variate=False):
+def estimator_variance(lik, b, var, Y, method, num_samples, *, n_repeats=20, seed=0, control_variate=False):
     """Empirical spread of an estimator over ``n_repeats`` seeds (seed, seed + 1, ...).
 
     Returns {"mean": {...}, "variance": {...}} for "value", "dmean", "dvar" (arrays shaped like
@@ -352,7 +354,8 @@ def variance_curve(lik, b, var, Y, sample_sizes, n_repeats=20, seed=0,
         label = method + ("+cv" if cv else "")
         curves = {"dmean": [], "dvar": []}
         for s in out["S"]:
-            summary = estimator_variance(lik, b, var, Y, method, s, n_repeats, seed, cv)["summary"]
+            summary = estimator_variance(lik, b, var, Y, method, s, n_repeats=n_repeats, seed=seed,
+                                         control_variate=cv)["summary"]
             for n in curves:
                 curves[n].append(summary[n])
         out[label] = curves

@@ -46,19 +46,19 @@ def applies(kernels, features, posterior, estimator):
             and type(features[0]) is InducingPoints)
 
 
-def fg_points_stationary(X, Y, kernel, feature, likelihood, posterior, n_points, jitter, eval_gradient,
+def fg_points_stationary(X, Y, kernel, feature, likelihood, posterior, *, n_points, jitter, eval_gradient,
                          min_variance, workspace=None):
     """(value, terms, grads or None, Estimate, LatentMarginals) as :func:`elbo` assembles them;
     X and Y already validated. Nothing returned refers to ``workspace``'s arrays."""
     arrays = borrow(workspace)
     try:
-        return _evaluate(X, Y, kernel, feature, likelihood, posterior, n_points, jitter, eval_gradient,
-                         min_variance, arrays)
+        return _evaluate(X, Y, kernel, feature, likelihood, posterior, n_points=n_points, jitter=jitter,
+                         eval_gradient=eval_gradient, min_variance=min_variance, arrays=arrays)
     finally:
         give_back(workspace, arrays)
 
 
-def _evaluate(X, Y, kernel, feature, likelihood, posterior, n_points, jitter, eval_gradient, min_variance, arrays):
+def _evaluate(X, Y, kernel, feature, likelihood, posterior, *, n_points, jitter, eval_gradient, min_variance, arrays):
     (N, D), Z = X.shape, feature.Z
     M = Z.shape[0]
     kernel.check_input_dim(D)

@@ -47,7 +47,7 @@ class SparseVariationalGP:
     """Q latent GPs with inducing variables, a black-box pointwise likelihood and a mixture
     posterior q(u) (FG, MoG1, MoG2 or ("mog", K)), fitted by maximising the ELBO (eq. 8)."""
 
-    def __init__(self, X, Y, kernel, Z, likelihood, posterior="fg", estimator="quadrature", num_samples=2000,
+    def __init__(self, X, Y, kernel, Z, likelihood, *, posterior="fg", estimator="quadrature", num_samples=2000,
                  num_latent=None, seed=0, jitter=1e-6, z_init="kmeans", n_points=None, control_variate=False,
                  likelihood_options=None):
         self.X = validation.inputs(X, "X")  # the layer first: nothing is placed or allocated before
