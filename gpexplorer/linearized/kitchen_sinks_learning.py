@@ -42,7 +42,7 @@ import numpy as np
 
 from gpexplorer.linalg import CholeskyError
 from gpexplorer.linearized.fitting import best_of_starts, check_count
-from gpexplorer.optimize import FAILED_OBJECTIVE, FitResult, TraceEntry
+from gpexplorer.optimize import FAILED_OBJECTIVE, FitResult, TraceEntry, derivative_free
 
 __all__ = ["fit_hyperparameters", "OPTIMISERS", "SCAN_FACTORS", "SCAN_ROUNDS"]
 
@@ -117,22 +117,14 @@ def _check(method, callback):
 
 
 def _local_search(objective, x0, lo, hi, method, budget, xtol):
-    """One scipy derivative-free minimisation of ``objective`` from x0; returns (success, message)."""
-    from scipy.optimize import minimize
-
-    options = {"maxfev": int(budget)} if method in ("powell", "nelder-mead") else {"maxiter": int(budget)}
-    if method == "powell":
-        options.update(xtol=xtol, ftol=1e-9)
-    elif method == "nelder-mead":  # scipy's default simplex is tiny around log(1) = 0
-        simplex = np.vstack([x0] + [x0 + 0.5 * e for e in np.eye(x0.size)])
-        options.update(xatol=xtol, fatol=1e-9, initial_simplex=np.clip(simplex, lo, hi))
-    elif method == "cobyla":
-        options.update(rhobeg=0.5, tol=xtol)
-    else:
-        options.update(initial_tr_radius=0.5, final_tr_radius=xtol)
-    res = minimize(objective, x0, bounds=list(zip(lo, hi)), options=options,
-                   method=method.upper() if method != "nelder-mead" else "Nelder-Mead")
-    return bool(res.success), str(res.message)
+    """One derivative-free minimisation of ``objective`` from x0 (:func:`gpexplorer.optimize.derivative_free`:
+    first moves 0.5 in log units, Powell's the unit directions); returns (success, message)."""
+    simplex = None
+    if method == "nelder-mead":  # scipy's default simplex is tiny around log(1) = 0
+        simplex = np.clip(np.vstack([x0] + [x0 + 0.5 * e for e in np.eye(x0.size)]), lo, hi)
+    run = derivative_free(objective, x0, lo, hi, method=method, max_evals=budget, xtol=xtol, ftol=1e-9,
+                          initial_step=1.0 if method == "powell" else 0.5, simplex=simplex)
+    return run.success, run.message
 
 
 class _BoundSearch:
