@@ -16,14 +16,11 @@ import numpy as np
 from gpexplorer.datasets.arrays import Dataset
 from gpexplorer.linalg import jittered_cholesky
 
-__all__ = ["TOY_N_POINTS", "TOY_NOISE_STD", "TOY_PRIOR_SD", "LATENT_KERNELS", "ToyData", "toy_inversion"]
+__all__ = ["TOY_N_POINTS", "TOY_NOISE_STD", "TOY_PRIOR_SD", "ToyData", "toy_inversion"]
 
 TOY_N_POINTS, TOY_NOISE_STD = 1000, 0.2
 #: the latent prior's amplitude (variance 0.8^2)
 TOY_PRIOR_SD = 0.8
-#: latent kernel name -> class name in :mod:`gpexplorer.kernels` (imported on first draw: loading
-#: the registry does not compile numba kernels)
-LATENT_KERNELS = {"matern52": "Matern52", "se": "SquaredExponential"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,8 +46,10 @@ def toy_inversion(forward="sin", seed=0, n_points=TOY_N_POINTS, latent_kernel="m
     from gpexplorer import kernels
     from gpexplorer.likelihoods.forward_models import get_forward_model
 
-    if latent_kernel not in LATENT_KERNELS:
-        raise ValueError(f"latent_kernel must be one of {sorted(LATENT_KERNELS)}; got {latent_kernel!r}")
+    usable = [name for name, cls in kernels.KERNELS.items() if cls.has_lengthscale()]
+    if latent_kernel not in usable:
+        raise ValueError(f"latent_kernel must be a registered kernel with a lengthscale, one of {usable}; "
+                         f"got {latent_kernel!r}")
     if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
         raise ValueError(f"n_points must be an integer >= 2; got {n_points!r}")
     if not (np.isfinite(noise_std) and noise_std >= 0):
@@ -59,7 +58,7 @@ def toy_inversion(forward="sin", seed=0, n_points=TOY_N_POINTS, latent_kernel="m
     name = model.name
     rng = np.random.default_rng((int(seed), zlib.crc32(f"toy:{name}:{latent_kernel}".encode())))
     x = np.linspace(-2.0 * np.pi, 2.0 * np.pi, int(n_points))[:, None]
-    K = getattr(kernels, LATENT_KERNELS[latent_kernel])(variance=0.64, lengthscale=0.6).K(x)
+    K = kernels.KERNELS[latent_kernel](variance=0.64, lengthscale=0.6).K(x)
     L, _ = jittered_cholesky(K, 1e-10, what="the latent prior covariance", warn=False)
     f = L @ rng.standard_normal(int(n_points))
     y = model.value(f[:, None])[:, 0] + noise_std * rng.standard_normal(int(n_points))
