@@ -123,8 +123,8 @@ def lbfgsb(fun, x0, lo, hi, *, max_iter, maxfun=MAXFUN, ftol=None, gtol=None, on
     except Cancelled:
         return Run(state["last"], False, CANCELLED_MESSAGE, state["nit"], cancelled=True)
     if state["stopped"]:
-        return Run(to_full(res.x), False, STOPPED_MESSAGE, int(res.nit), stopped=True)
-    return Run(to_full(res.x), bool(res.success), str(res.message), int(res.nit))
+        return Run(to_full(res.x), False, STOPPED_MESSAGE, int(res.nit), stopped=True, objective=float(res.fun))
+    return Run(to_full(res.x), bool(res.success), str(res.message), int(res.nit), objective=float(res.fun))
 
 
 def block_cyclic(fun, x0, lo, hi, blocks, *, rounds, evals_per_block, ftol=None, gtol=None, on_iterate=None,

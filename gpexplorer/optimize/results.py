@@ -54,14 +54,16 @@ class FitResult:
 @dataclass
 class Run:
     """One strategy's outcome on a flat vector: where it ended (``x``), scipy's or the strategy's
-    verdict, accepted iterations (steps for Adam, rounds' iterations for block-cyclic), and
-    whether a callback stopped it or a cancel ended it."""
+    verdict, accepted iterations (steps for Adam, rounds' iterations for block-cyclic), whether a
+    callback stopped it or a cancel ended it, and the objective at x where the strategy knows it
+    (L-BFGS-B; else NaN)."""
     x: np.ndarray
     success: bool
     message: str
     n_iter: int
     stopped: bool = False
     cancelled: bool = False
+    objective: float = float("nan")
 
 
 class Cancelled(Exception):
