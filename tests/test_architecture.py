@@ -59,12 +59,13 @@ def test_app_files_stay_thin():
 
 MAX_LINES = 450
 #: private *modules* any gpexplorer module may import as a module: the shared helpers of
-#: ARCHITECTURE.md (numba presets, BLAS ffi, validation, the thread policy) and the numba leaves
+#: ARCHITECTURE.md (numba presets, BLAS ffi, the thread policy; validation is the public
+#: ``gpexplorer.validation``) and the numba leaves
 #: (``kernels/_loops``, ``sparse/_core``, ``linearized/_loops``: compiled callers elsewhere, such
 #: as the fused path in sparse/_core, must call compiled leaves directly). Any other private
 #: module only by its own package. Private *names* inside a module are never imported, nor
 #: reached as ``module._name``, across modules.
-PACKAGE_PRIVATE_MODULES = {"_jit", "_blas", "_checks", "_threads", "_loops", "_core"}
+PACKAGE_PRIVATE_MODULES = {"_jit", "_blas", "_threads", "_loops", "_core"}
 #: calls that set BLAS or numba thread counts for the whole process
 THREAD_SETTERS = {"threadpool_limits", "limit", "openblas_set_num_threads", "openblas_set_num_threads_local",
                   "set_num_threads"}

@@ -379,10 +379,3 @@ def periodic_contract(kern, X1, X2, K, dL_dK):
                 dX1[i, k] += g
                 dX2[j, k] -= g
     return KernelGradients(dvar, dl, dper, dX1, dX2)
-
-
-def periodic_grads(X1, X2, K, dL_dK, variance, lengthscale, period):
-    """The former flat-argument form of :func:`periodic_contract`, kept for
-    :mod:`gpexplorer.kernels.periodic` until it calls periodic_contract."""
-    kern = (float(variance), np.ascontiguousarray(lengthscale, dtype=float), float(period))  # PeriodicParams
-    return periodic_contract(kern, X1, X2, K, dL_dK)

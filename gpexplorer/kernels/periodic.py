@@ -45,7 +45,8 @@ class Periodic(Kernel):
         dL_dK = np.ascontiguousarray(dL_dK, dtype=float)
         if dL_dK.shape != K.shape:
             raise ValueError(f"dL_dK has shape {dL_dK.shape}, expected {K.shape}")
-        return loops.periodic_grads(X1, X2_, K, dL_dK, self.variance, ls, self.period)
+        kern = loops.PeriodicParams(float(self.variance), np.ascontiguousarray(ls, dtype=float), float(self.period))
+        return loops.periodic_contract(kern, X1, X2_, K, dL_dK)
 
     def grad_params(self, dL_dK, X, X2=None, K=None):
         dvar, dl, dper, _, _ = self._grads(dL_dK, X, X2, K)

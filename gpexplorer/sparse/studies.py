@@ -20,7 +20,7 @@ from gpexplorer.sparse import diagnostics
 from gpexplorer.sparse import objectives as sparse
 from gpexplorer import covariances
 from gpexplorer.inducing import INITIALISATIONS, InducingFeature, InducingPoints, initial_inducing_inputs
-from gpexplorer._checks import positive as _positive, validate_data
+from gpexplorer.validation import positive as _positive, validate_data
 from gpexplorer.kernels import Kernel
 from gpexplorer.linalg import CholeskyError, JitterWarning, solve_lower
 from gpexplorer import _threads

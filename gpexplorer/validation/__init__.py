@@ -13,8 +13,6 @@ names the argument:
 * :mod:`.sizes`: sizes the machine can hold: the number of inducing variables M, the number of
   mixture components K, and the work arrays (N M, M^2, S N Q, ...) against
   :data:`MEMORY_CAP_BYTES`.
-
-``gpexplorer._checks`` re-exports the names it had before the layer was split out.
 """
 
 from gpexplorer.validation.arrays import (MAX_MAGNITUDE, bounded, inputs, prediction_inputs, targets,
