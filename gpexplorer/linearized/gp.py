@@ -38,9 +38,8 @@ import numpy as np
 from scipy.linalg import lapack
 
 from gpexplorer import kernels
-from gpexplorer.linearized.gauss_newton import (IterationRecord, NumericalFailure, StepSearchResult,  # re-exported
-                                                Linearizer, gauss_newton, posterior_var, scaled_rows,
-                                                step_length_search)
+from gpexplorer.linearized.gauss_newton import (Linearizer, NumericalFailure, gauss_newton, posterior_var,
+                                                scaled_rows)
 from gpexplorer.linalg import CholeskyError, jittered_cholesky
 from gpexplorer import validation
 from gpexplorer.validation import prediction_inputs, validate_data as _validate_data
@@ -50,8 +49,7 @@ from gpexplorer.linearized.fixed_point import posterior_fixed_point
 from gpexplorer.linearized.fitting import check_count, fit_free_energy
 from gpexplorer import _threads
 
-__all__ = ["LinearizedGP", "IterationRecord", "StepSearchResult", "step_length_search", "gauss_newton",
-           "NumericalFailure", "LINEARIZATIONS", "FIT_METHODS", "INNER_LOOPS", "PAPER_BOUNDS"]
+__all__ = ["LinearizedGP", "LINEARIZATIONS", "FIT_METHODS", "INNER_LOOPS", "PAPER_BOUNDS"]
 
 #: accepted spellings of the two linearisations
 #: the linearisation names this model accepts: the shared aliases without the kitchen sinks' own
@@ -114,7 +112,8 @@ class LinearizedGP(KernelAndNoise):
 
     State after :meth:`fit_posterior` or :meth:`fit`: ``posterior_mean``, ``posterior_var``,
     ``posterior_cov``, ``linearization`` (the a_n, b_n that define the posterior), ``trace``
-    (one :class:`IterationRecord` per Gauss-Newton iteration), ``converged``, ``diverged``.
+    (one :class:`gpexplorer.linearized.gauss_newton.IterationRecord` per Gauss-Newton iteration),
+    ``converged``, ``diverged``.
     """
 
     def __init__(self, X, y, forward="identity", linearization="taylor", kernel=None, *,

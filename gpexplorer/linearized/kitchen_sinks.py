@@ -24,7 +24,7 @@ this model, the log posterior of W up to constants)
 does not decrease; after ``max_cuts`` halvings the loop stops with the paper's 'diverge'
 condition and keeps the last good mean with the posterior of the linearisation that produced it
 (EGP paper section 2.5, via
-:func:`gpexplorer.linearized.gp.step_length_search`). The objective does not depend on C_q, so the
+:func:`gpexplorer.linearized.gauss_newton.step_length_search`). The objective does not depend on C_q, so the
 trace is monotone for both linearisations; as the paper notes, a statistically linearised step
 need not ascend it, which is when 'diverge' happens (mostly for UKS). For UKS the covariances,
 hence E_n, are refreshed from every iteration's Lambda_q (EGP paper section 2.4). The converged
@@ -115,7 +115,7 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
     After :meth:`fit_posterior` (run on demand by the other methods): ``posterior_mean`` M
     [Q, D], :meth:`posterior_covariance`, ``linearization`` (the last
     :class:`gpexplorer.linearized.linearization.Linearization`), ``trace`` (one
-    :class:`gpexplorer.linearized.gp.IterationRecord` per Newton iteration, iteration 0 the start),
+    :class:`gpexplorer.linearized.gauss_newton.IterationRecord` per Newton iteration, iteration 0 the start),
     ``stop_reason`` ("converged", "diverged" or "max_iter").
     """
 
