@@ -17,15 +17,9 @@ def bench():
     return module
 
 
-TINY = dict(target_seconds=0.01, min_repeats=2, max_repeats=2)
-
-
 @pytest.mark.parametrize("approximation", ["vfe", "fitc"])
-def test_gpexplorer_measurement_on_tiny_case(bench, approximation):
-    out = bench.measure_gpexplorer(50, 5, approximation, **TINY)
-    assert out["repeats"] == 2
-    for key in ("median_ms", "min_ms", "q1_ms", "q3_ms"):
-        assert math.isfinite(out[key]) and out[key] > 0.0
+def test_gpexplorer_check_on_tiny_case(bench, approximation):
+    out = bench.check_gpexplorer(50, 5, approximation)
     assert math.isfinite(out["log_marginal_likelihood"])
     fd = out["fd_check"]
     assert fd["passed"], fd
@@ -34,34 +28,50 @@ def test_gpexplorer_measurement_on_tiny_case(bench, approximation):
 
 
 @pytest.mark.parametrize("approximation", ["vfe", "fitc"])
-def test_gpy_peer_on_tiny_case(bench, approximation):
-    if not bench.gpy_available():
-        pytest.skip("GPy is not installed (pip install -e '.[bench]')")
-    ours = bench.measure_gpexplorer(50, 5, approximation, fd_check=False, **TINY)
-    theirs = bench.measure_gpy(50, 5, approximation, **TINY)
-    assert math.isfinite(theirs["median_ms"]) and theirs["median_ms"] > 0.0
-    l1, l2 = ours["log_marginal_likelihood"], theirs["log_marginal_likelihood"]
-    assert abs(l1 - l2) <= bench.LML_RTOL * abs(l1)
+def test_cell_gives_every_side_the_same_calls(bench, tmp_path, approximation):
+    """gpexplorer, GPy (where installed) and the GEMM reference in one cell: equal calls, alternating."""
+    with_gpy = bench.gpy_available()
+    cell = bench.compare_cell({}, 50, 5, approximation, str(tmp_path), calls=3, with_gpy=with_gpy, gemm=True)
+    expected = {"gpexplorer", "gemm"} | ({"gpy"} if with_gpy else set())
+    assert set(cell["sides"]) == expected and cell["calls"] == 3
+    for side in cell["sides"].values():
+        assert side["n"] == 3 and 0.0 < side["min"] <= side["median"]
+    assert cell["gemm"]["gflops"] > 0.0
+    lml = cell["log_marginal_likelihood"]
+    assert math.isfinite(lml["gpexplorer"])
+    if with_gpy:
+        assert abs(lml["gpexplorer"] - lml["gpy"]) <= bench.LML_RTOL * abs(lml["gpexplorer"])
 
 
-def test_markdown_report_without_gpy(bench):
+def test_markdown_report_without_gpy(bench, tmp_path):
     cell = {"approximation": "vfe", "N": 50, "M": 5, "target": 15.0,
-            "gpexplorer": bench.measure_gpexplorer(50, 5, "vfe", **TINY)}
+            "gpexplorer": bench.check_gpexplorer(50, 5, "vfe"),
+            "compare": bench.compare_cell({}, 50, 5, "vfe", str(tmp_path), calls=2)}
     results = {"quick": True, "environment": bench.environment(), "cells": [cell], "failures": []}
     text = bench.format_markdown(results)
     assert "| VFE | 50 | 5 |" in text
 
 
-def test_timing_quartiles_stay_within_the_measured_range(bench):
-    """With two very different timings, exclusive quantiles would extrapolate below zero."""
-    import time
+# the timing helper (equal_timing.py): the same number of single calls per side, alternating --------
 
-    durations = iter([0.0, 0.0, 0.0, 0.0, 0.03])  # warm-up x2, sizing call, then two timed calls
 
-    out = bench.time_call(lambda i: time.sleep(next(durations, 0.0)), target_seconds=0.01,
-                          min_repeats=2, max_repeats=2)
-    assert out["repeats"] == 2
-    assert 0.0 < out["min_ms"] <= out["q1_ms"] <= out["median_ms"] <= out["q3_ms"]
+def test_alternate_gives_every_side_the_same_calls_in_turn(bench):
+    calls = []
+    sides = {name: (lambda i, name=name: calls.append((name, i)) or 1.0) for name in "abc"}
+    times = bench.equal_timing.alternate(sides, 3, warmup=1)
+    assert calls[:3] == [("a", -1), ("b", -1), ("c", -1)]  # warm-up, untimed
+    assert calls[3:] == [(n, k) for k in range(3) for n in "abc"]  # a, b, c, a, b, c, ...
+    assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def test_calls_do_not_depend_on_which_side_is_faster(bench):
+    """The count comes from the sum of the probes: a 100x faster side gets no more calls."""
+    n = bench.equal_timing.calls_for({"fast": 0.1, "slow": 10.0}, budget_seconds=1.0, lo=2, hi=1000)
+    assert n == 99
+    out = bench.equal_timing.compare({"fast": lambda i: 0.1, "slow": lambda i: 10.0}, calls=4)
+    assert out["sides"]["fast"]["n"] == out["sides"]["slow"]["n"] == 4
+    r = bench.equal_timing.ratios(out["times"], "slow", "fast")
+    assert r["min"] == r["median"] == r["paired_median"] == pytest.approx(100.0)
 
 
 # the worker protocol of sparse_peers.py (peers run as processes in their own venvs) ----------
@@ -76,20 +86,12 @@ def test_gpexplorer_worker_answers_info_and_eval(bench, tmp_path):
     worker = bench.peers.PeerProcess("gpexplorer", sys.executable, "gpexplorer")
     try:
         assert worker.ask({"kind": "info"})["library"] == "gpexplorer"
-        out = worker.ask({"kind": "eval", "data": data, "approximation": "fitc", "repeats": 3})
+        out = worker.ask({"kind": "eval", "data": data, "approximation": "fitc", "repeats": 3, "start": 7})
     finally:
         worker.close()
     assert len(out["times_ms"]) == 3 and all(t > 0.0 for t in out["times_ms"])
     ours = bench.gpexplorer_model(X, y, Z, "fitc").log_marginal_likelihood()
     assert out["log_marginal_likelihood"] == pytest.approx(ours, rel=1e-12)
-
-
-def test_interleaved_rounds_rotate_and_collect_every_block(bench):
-    calls = []
-    sides = {name: (lambda repeats, name=name: calls.append(name) or [1.0] * repeats) for name in "abc"}
-    times = bench.peers.interleave(sides, rounds=3, block={"a": 1, "b": 2, "c": 3})
-    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
-    assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 6, "c": 9}
 
 
 @pytest.mark.parametrize("peer", ["gpflow", "gpytorch"])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parent / "benchmarks" / "bench_savigp.py"
-TINY = dict(rounds=1, block_seconds=0.005)
+TINY = 2  # timed calls per side
 
 
 @pytest.fixture(scope="module")
@@ -84,15 +84,16 @@ def test_problem_and_posterior_are_set_exactly(bench):
 def test_gpexplorer_cells_and_score_section_on_tiny_case(bench):
     """The gpexplorer part never skips: timing, the profile, the score split and the table."""
     with bench.threadpool_limits(limits=1):
-        cell = bench.local_only(40, 5, **TINY)
+        cell = bench.local_only(40, 5, TINY)
         prof = bench.profile_quadrature(40, 5, calls=3)
-        score = bench.score_section(40, 5, 50, calls=2, **TINY)
+        score = bench.score_section(40, 5, 50, TINY, calls=2)
     assert cell["sides"]["gpexplorer"]["min"] > 0.0 and math.isfinite(cell["elbo"])
+    assert cell["calls"] == TINY and cell["sides"]["gpexplorer"]["n"] == TINY
     assert sum(q["share"] for q in prof["parts"] if not q["part"].startswith("  ")) == pytest.approx(1.0)
     assert all(q["ms"] > 0.0 for q in prof["parts"][:len(bench.QUADRATURE_PARTS)])  # the fused path was profiled
     _check_score_split(score)
     assert 0.0 < score["likelihood_share"] < 1.0 and score["time"]["min"] > 0.0
-    results = {"quick": True, "rounds": 1, "block_seconds": 0.005, "environment": bench.bench_sparse.environment(),
+    results = {"quick": True, "environment": bench.bench_sparse.environment(),
                "load_average_start": [0.0, 0.0, 0.0], "load_average_end": [0.0, 0.0, 0.0], "gpflow_ran": False,
                "cells": [cell], "profile": prof, "score": score, "failures": []}
     text = bench.format_markdown(results)
@@ -112,18 +113,19 @@ def test_gpflow_agrees_with_gpexplorer_on_tiny_case(bench, tmp_path):
     worker = bench.savigp_peers.SVGPPeer("gpflow", python)
     try:
         with bench.threadpool_limits(limits=1):
-            cell = bench.compare_gpflow(worker, 60, 6, 3.0, 1, 0.005, str(tmp_path))
+            cell = bench.compare_gpflow(worker, 60, 6, 3.0, TINY, str(tmp_path))
     finally:
         worker.close()
     assert cell["value_agree"], cell
+    assert cell["sides"]["gpexplorer"]["n"] == cell["sides"]["GPflow"]["n"] == TINY  # equal work per side
     assert cell["value_rel_diff"] <= bench.VALUE_RTOL
     assert cell["gradient_agree"], cell["gradient_scaled_diff"]
     assert cell["terms"]["ell"] == pytest.approx(cell["terms"]["gpflow_var_exp"], rel=1e-8)
     assert cell["terms"]["minus_kl"] == pytest.approx(cell["terms"]["gpflow_minus_kl"], rel=1e-8, abs=1e-9)
-    results = {"quick": True, "rounds": 1, "block_seconds": 0.005, "environment": bench.bench_sparse.environment(),
+    results = {"quick": True, "environment": bench.bench_sparse.environment(),
                "load_average_start": None, "load_average_end": None, "gpflow_ran": True,
                "gpflow_info": {"version": "2.11"}, "cells": [cell],
-               "score": bench.score_section(40, 5, 20, calls=2, **TINY), "failures": []}
+               "score": bench.score_section(40, 5, 20, TINY, calls=2), "failures": []}
     _check_score_split(results["score"])
     rows = _table_rows(bench.format_markdown(results), "| N | M | D |")
     assert len(rows) == 1 and rows[0].startswith("| 60 | 6 | 2 | 20 |") and ">= 3x" in rows[0]

@@ -18,12 +18,13 @@ its ``Multiscale`` features on identical data, one thread.
    compared too. Targets: gpexplorer at least 3x faster at (200, 10), at least as fast at
    (2000, 50) (VFE; FITC (``GPRFITC``) and both libraries' inducing points are shown beside).
 
-Timing as ``bench_sparse.py``: every call moves the lengthscale and noise by ~1e-12 relative, the
-sides (feature types; gpexplorer and GPflow) run in interleaved rounds of ~0.25 s blocks in
-rotating order, and each side is reported by its minimum over all rounds (median beside). Thread
+Timing as ``bench_sparse.py`` (``equal_timing``): every call moves the lengthscale and noise by ~1e-12
+relative, the sides (feature types; gpexplorer and GPflow) get the same number of timed single
+calls, alternating, and each side is reported by its minimum (median beside). Thread
 pools are pinned to one thread as by ``bench_sparse`` (its import sets the environment before numpy
 and unsets OPENBLAS_CORETYPE unless ``--keep-openblas-env``; threadpoolctl limits every pool for the
-run); the load average is printed at the start and the end. ``--quick``: smaller N and M, two short rounds, GPflow (VFE) at (200, 10) only: a smoke run.
+run); the load average is printed at the start and the end. ``--quick``: smaller N and M, three calls
+per side, GPflow (VFE) at (200, 10) only: a smoke run.
 ``--profile FEATURE``: cProfile of that feature's objective + gradient (e.g. ``multiscale``).
 Exit status 1 if an objective value disagrees with GPflow's; missed speed targets are reported.
 """
@@ -49,7 +50,8 @@ import sparse_peers as peers  # noqa: E402
 from gpexplorer import inducing, kernels  # noqa: E402
 from sparse_bench_cells import (LENGTHSCALE, NOISE_VARIANCE, SEED, VARIANCE, _nudge, gpexplorer_model,  # noqa: E402
                                 make_problem)
-from sparse_bench_interleaved import BLOCK_SECONDS, peer_pythons  # noqa: E402
+import equal_timing  # noqa: E402
+from sparse_bench_interleaved import peer_pythons, remote_side  # noqa: E402
 from sparse_bench_report import _jsonable  # noqa: E402
 
 FEATURE_SIZE, QUICK_FEATURE_SIZE = (2000, 50), (500, 20)
@@ -63,6 +65,8 @@ GRADIENT_TOL = 1e-8  # converted gradients: max |difference| / max |GPflow's gra
 MS_DELTA = (0.1, 0.4)  # multiscale widths (s.d.), spread over the members: 0.2 - 0.8 lengthscales
 TF_DELTA = 0.3  # time-frequency shared width
 SOD_SPREAD = 0.25  # a sum of deltas' locations: evenly over +- this around its centre
+#: timed calls per side: (budget s, min, max) sizes the count from a probe, the same for every side
+CALLS, QUICK_CALLS = (5.0, 30, 300), 3
 
 
 # ------------------------------------------------------------------------------------------
@@ -86,17 +90,14 @@ def features(X, Z):
 
 
 def local_side(model):
-    """``side(repeats) -> times (ms)`` of the model's objective + gradient, each call nudged."""
+    """``side(i) -> ms`` of one objective + gradient of the model, nudged by call index (``side.call``:
+    the untimed call)."""
     def call(i):
         s = _nudge(i)
         model.set_parameters({"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
         return model.objective_and_gradient()
 
-    def side(repeats):
-        return peers.timed(call, repeats, warmup=0)
-
-    side.call = call
-    return side
+    return equal_timing.local(call)
 
 
 def reset(model):
@@ -104,29 +105,31 @@ def reset(model):
     return model
 
 
-def interleaved(sides, rounds, block_seconds):
-    """Warm every side up, size its block to ~``block_seconds`` and run the rounds."""
-    for side in sides.values():
-        side(2)  # numba compilation / cache loading, tf.function tracing: never timed
-    block = {name: max(1, min(500, int(block_seconds / (1e-3 * min(side(3)))))) for name, side in sides.items()}
-    times = peers.interleave(sides, rounds, block)
-    return {name: peers.summary(t) for name, t in times.items()}, block
+def alternating(sides, calls):
+    """The same number of alternating single calls per side (``equal_timing.compare``): ``calls`` is
+    an int, or a (budget seconds, min, max) triple that sizes the count from one probe call per side.
+    Returns ({name: min / median / n}, calls per side)."""
+    if isinstance(calls, tuple):
+        out = equal_timing.compare(sides, None, *calls)
+    else:
+        out = equal_timing.compare(sides, calls)
+    return out["sides"], out["calls"]
 
 
 # ------------------------------------------------------------------------------------------
 # 1. feature types against inducing points
-def compare_features(N, M, approximation, rounds, block_seconds):
+def compare_features(N, M, approximation, calls):
     X, y, Z = make_problem(N, M)
     cases = features(X, Z)
     models = {name: gpexplorer_model(X, y, f, approximation) for name, _, f, _ in cases}
-    summaries, block = interleaved({name: local_side(m) for name, m in models.items()}, rounds, block_seconds)
+    summaries, calls = alternating({name: local_side(m) for name, m in models.items()}, calls)
     base = summaries["inducing points"]["min"]
     rows = []
     for name, C, _, target in cases:
         m = reset(models[name])
         s = summaries[name]
         rows.append({"approximation": approximation, "feature": name, "C": C, "N": N, "M": M,
-                     "min_ms": s["min"], "median_ms": s["median"], "n": s["n"], "block": block[name],
+                     "min_ms": s["min"], "median_ms": s["median"], "n": s["n"], "calls": calls,
                      "ratio": s["min"] / base, "target": target,  # assessed at the issue's (N, M) only
                      "met": None if target is None or (N, M) != FEATURE_SIZE else bool(s["min"] / base <= target),
                      "log_marginal_likelihood": float(m.log_marginal_likelihood()), "jitter_used": m.jitter_used})
@@ -135,7 +138,7 @@ def compare_features(N, M, approximation, rounds, block_seconds):
 
 # ------------------------------------------------------------------------------------------
 # 2. against GPflow's SGPR with Multiscale
-def compare_gpflow(worker, N, M, target, approximation, rounds, block_seconds, directory):
+def compare_gpflow(worker, N, M, target, approximation, calls, directory):
     X, y, Z = make_problem(N, M)
     delta = np.linspace(*MS_DELTA, M)[:, None]
     scales = idp.gpflow_scales(delta, LENGTHSCALE)
@@ -145,12 +148,11 @@ def compare_gpflow(worker, N, M, target, approximation, rounds, block_seconds, d
             "points": idp.write_multiscale_data(directory, f"points-{N}-{M}", X, y, Z)}
 
     def remote(kind):
-        task = {"kind": "eval", "data": data[kind], "approximation": approximation}
-        return lambda repeats: worker.ask({**task, "repeats": repeats})["times_ms"]
+        return remote_side(worker, {"kind": "eval", "data": data[kind], "approximation": approximation})
 
     sides = {"gpexplorer multiscale": local_side(ms), "GPflow multiscale": remote("multiscale"),
              "gpexplorer points": local_side(pts), "GPflow points": remote("points")}
-    summaries, block = interleaved(sides, rounds, block_seconds)
+    summaries, calls = alternating(sides, calls)
     F, grads, _ = reset(ms).objective_and_gradient()
     check = worker.ask({"kind": "check", "data": data["multiscale"], "approximation": approximation})
     ours = idp.to_gpflow_gradient(grads, delta, LENGTHSCALE)
@@ -161,7 +163,7 @@ def compare_gpflow(worker, N, M, target, approximation, rounds, block_seconds, d
     value_rel = abs(F - check["loss"]) / abs(F)
     speedup = summaries["GPflow multiscale"]["min"] / summaries["gpexplorer multiscale"]["min"]
     has_target = approximation == GPFLOW_TARGET_APPROXIMATION
-    return {"approximation": approximation, "N": N, "M": M, "sides": summaries, "block": block,
+    return {"approximation": approximation, "N": N, "M": M, "sides": summaries, "calls": calls,
             "objective": F, "gpflow_objective": check["loss"], "value_rel_diff": value_rel,
             "value_agree": bool(value_rel <= VALUE_RTOL), "gradient_scaled_diff": grad_err,
             "gradient_agree": bool(grad_err <= GRADIENT_TOL),
@@ -172,27 +174,26 @@ def compare_gpflow(worker, N, M, target, approximation, rounds, block_seconds, d
 
 
 # ------------------------------------------------------------------------------------------
-def run(quick=False, with_gpflow=True, rounds=None, log=print, with_features=True):
-    rounds = rounds or (2 if quick else 5)
-    block_seconds = 0.02 if quick else BLOCK_SECONDS
+def run(quick=False, with_gpflow=True, calls=None, log=print, with_features=True):
+    calls = calls or (QUICK_CALLS if quick else CALLS)
     N, M = QUICK_FEATURE_SIZE if quick else FEATURE_SIZE
-    results = {"quick": quick, "rounds": rounds, "block_seconds": block_seconds,
+    results = {"quick": quick, "calls_requested": calls,
                "environment": bench_sparse.environment(), "load_average_start": bench_sparse._loadavg(),
                "features": [], "gpflow": [], "failures": []}
     log(f"# load average at start: {_load(results['load_average_start'])}", file=sys.stderr)
     for approximation in APPROXIMATIONS if with_features else ():
-        log(f"# {approximation.upper()} N={N} M={M}: feature types, interleaved ...", file=sys.stderr)
-        results["features"] += compare_features(N, M, approximation, rounds, block_seconds)
+        log(f"# {approximation.upper()} N={N} M={M}: feature types, alternating single calls ...", file=sys.stderr)
+        results["features"] += compare_features(N, M, approximation, calls)
     python = peer_pythons(["gpflow"]).get("gpflow") if with_gpflow else None
     if with_gpflow and python is None:
         log("# GPflow: no venv (see README.md; $GPFLOW_PYTHON): skipped", file=sys.stderr)
     if python:
-        run_gpflow(results, python, quick, rounds, block_seconds, log)
+        run_gpflow(results, python, quick, calls, log)
     results["load_average_end"] = bench_sparse._loadavg()
     return results
 
 
-def run_gpflow(results, python, quick, rounds, block_seconds, log):
+def run_gpflow(results, python, quick, calls, log):
     """The GPflow cells into ``results`` (quick: VFE at the smallest size only)."""
     worker = idp.MultiscalePeer("gpflow", python)
     directory = tempfile.TemporaryDirectory(prefix="bench-inter-domain-")
@@ -200,8 +201,8 @@ def run_gpflow(results, python, quick, rounds, block_seconds, log):
         results["gpflow_info"] = worker.ask({"kind": "info"})
         for n, m, target in GPFLOW_SIZES[:1] if quick else GPFLOW_SIZES:
             for approximation in (GPFLOW_TARGET_APPROXIMATION,) if quick else APPROXIMATIONS:
-                log(f"# {approximation.upper()} N={n} M={m}: gpexplorer vs GPflow, interleaved ...", file=sys.stderr)
-                cell = compare_gpflow(worker, n, m, target, approximation, rounds, block_seconds, directory.name)
+                log(f"# {approximation.upper()} N={n} M={m}: gpexplorer vs GPflow, alternating ...", file=sys.stderr)
+                cell = compare_gpflow(worker, n, m, target, approximation, calls, directory.name)
                 results["gpflow"].append(cell)
                 if not cell["value_agree"]:
                     results["failures"].append(f"{approximation} N={n} M={m}: objective {cell['objective']!r} "
@@ -225,8 +226,8 @@ def format_markdown(results):
                      for p in env.get("threadpools", []) if p.get("internal_api") in ("openblas", "mkl", "blis"))
     header = (f"Load average (1/5/15 min) at start {_load(results['load_average_start'])}, at end "
               f"{_load(results['load_average_end'])}. numpy {env['numpy']}, numba {env['numba']}, BLAS: {blas or '?'}; "
-              f"numba threads {env['numba_threads']}. Minimum (median) over {results['rounds']} interleaved rounds of "
-              f"~{results['block_seconds']:g} s per side" + (" (QUICK MODE)." if results["quick"] else "."))
+              f"numba threads {env['numba_threads']}. Minimum (median) ms over alternating single calls, the same "
+              f"number per side ({_calls(results)})" + (" (QUICK MODE)." if results["quick"] else "."))
     if env.get("git_commit"):
         dirty = env.get("gpexplorer_uncommitted_changes")
         header += f" gpexplorer {env['git_commit']}" + (" + uncommitted changes." if dirty else ".")
@@ -277,6 +278,11 @@ def format_markdown(results):
     return "\n".join(lines)
 
 
+def _calls(results):
+    counts = sorted({r["calls"] for r in results["features"] + results["gpflow"]})
+    return "calls per side: " + (", ".join(str(c) for c in counts) if counts else "-")
+
+
 def _ms(side):
     return f"{side['min']:.3f} ({side['median']:.3f})"
 
@@ -305,7 +311,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="small N and M, short rounds, GPflow at N=200 only")
     parser.add_argument("--no-gpflow", action="store_true", help="feature types only, no GPflow worker")
     parser.add_argument("--json", metavar="PATH", help="write every number measured as JSON")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 5, quick 2)")
+    parser.add_argument("--calls", type=int, help="timed calls per side, the same for every side (default: as many "
+                        f"as fit {CALLS[0]:g} s of alternating rounds, {CALLS[1]}-{CALLS[2]}; quick {QUICK_CALLS})")
     parser.add_argument("--profile", metavar="FEATURE", help="cProfile one feature type instead (e.g. multiscale)")
     parser.add_argument("--approximation", default="vfe", help="for --profile")
     parser.add_argument("--size", default="%d,%d" % FEATURE_SIZE, help="N,M for --profile")
@@ -316,7 +323,7 @@ def main(argv=None):
         if args.profile:
             profile(args.profile, args.approximation, tuple(int(v) for v in args.size.split(",")))
             return 0
-        results = run(quick=args.quick, with_gpflow=not args.no_gpflow, rounds=args.rounds)
+        results = run(quick=args.quick, with_gpflow=not args.no_gpflow, calls=args.calls)
     print(format_markdown(results))
     if args.json:
         Path(args.json).write_text(json.dumps(_jsonable(results), indent=2))

@@ -16,9 +16,10 @@ the paper starts). Printed per row: the median over folds of the fit's wall time
 time; each fold's time is the median of ``--repeats`` fits), the number of free-energy
 evaluations, the mean learnt free energy (eq. 41) and the mean +- std over folds of NLPD f*,
 SMSE f* and SMSE y* (quadrature, eq. 39) beside the paper's Table 1 values. With several
-``--method`` values the methods' fits alternate (the order reverses from fold to fold and from
-repeat to repeat), so that a changing machine load affects them alike, and the ratio of their
-total CPU times is printed. Thread pools are pinned to one thread; numba compilation happens in
+``--method`` values every method gets the same number of fits per fold, one fit of each in turn
+(``equal_timing.alternate``, the benchmarks' one timing helper; the first method changes from fold
+to fold), so that a changing machine load affects them alike, and the ratio of their total CPU
+times is printed. Thread pools are pinned to one thread; numba compilation happens in
 warm-up fits that are not timed. The load average is printed because other processes on the same cores
 inflate the timings.
 """
@@ -38,6 +39,8 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # equal_timing, beside this file
+import equal_timing  # noqa: E402
 from gpexplorer import kernels, metrics  # noqa: E402
 from gpexplorer.linalg import JitterWarning  # noqa: E402
 from gpexplorer.linearized.gp import LinearizedGP  # noqa: E402
@@ -59,15 +62,22 @@ def fit_once(data, train, linearization, method):
 
 
 def run_row(forward, name, args, methods):
-    """{fit method: [one dict per fold]}; the methods' fits alternate (the order reverses every time)."""
+    """{fit method: [one dict per fold]}: per fold, ``--repeats`` timed fits per method, one fit of
+    each method in turn (``equal_timing.alternate``; the first method changes from fold to fold)."""
     data = toy_inversion(forward, seed=args.seed)
     folds = cv_folds(seed=args.seed)[:args.folds]
     rows = {method: [] for method in methods}
     for k, (train, test) in enumerate(folds):
         runs = {method: [] for method in methods}
-        for repeat in range(args.repeats):
-            for method in (methods if (k + repeat) % 2 == 0 else methods[::-1]):
+
+        def side(method):
+            def fit(i):
                 runs[method].append(fit_once(data, train, METHODS[name], method))
+                return 1e3 * runs[method][-1][2]
+
+            return fit
+
+        equal_timing.alternate({method: side(method) for method in methods}, args.repeats, warmup=0, first=k)
         for method in methods:
             rows[method].append(score_fold(data, test, runs[method]))
     return rows

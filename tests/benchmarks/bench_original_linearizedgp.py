@@ -19,7 +19,8 @@ numpy 1.26 it runs unmodified; ``nlopt<2.8`` because newer wheels declare numpy 
 For every forward model of EGP paper Table 1 the script builds the toy data and the five
 200-train / 800-test folds with :mod:`gpexplorer.experiments.linearized_papers`, writes them to a temporary
 .npz, and runs a small driver (``DRIVER`` below, our own code) in the original package's
-interpreter. The driver uses the package's public API as its README and docstrings describe
+interpreter, one fit per request, so that its fits and gpexplorer's alternate fold by fold (one
+timed fit per side and fold, ``equal_timing.alternate``, the benchmarks' one timing helper). The driver uses the package's public API as its README and docstrings describe
 it: ``extendedGP(nlfunc, dnlfunc, kernels.kern_m52)`` / ``unscentedGP(nlfunc, kernels.kern_m52)``,
 ``learnLB((0.1, 0.1), ynoise=0.01)``, ``learn(x, y, (1.0, 1.0), ynoise=1.0)`` (Matern 5/2, kernel
 hyperparameters *and* noise learnt by BOBYQA; initial values and bounds of EGP paper section 4.1
@@ -71,11 +72,16 @@ from gpexplorer.experiments import linearized_papers as lx  # noqa: E402
 from gpexplorer.datasets import toy_inversion  # noqa: E402
 from gpexplorer import metrics  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # equal_timing, beside this file
+import equal_timing  # noqa: E402
+
 DEFAULT_PYTHON = "/work/lgp-venv/bin/python"
 TARGET_SPEEDUP = 20.0
 FORWARDS = ("identity", "poly3", "exp", "sin", "tanh2")
 
-#: Runs inside the original package's interpreter: python -c DRIVER in.npz out.npz
+#: Runs inside the original package's interpreter: python -c DRIVER in.npz, then one task per line on
+#: stdin, "METHOD FOLD RUN OUT.npz": one fit (only ``learn`` timed) and its predictions into OUT.npz,
+#: answered by "ok" on stdout. It stays up, so the parent can alternate its fits with gpexplorer's.
 DRIVER = r'''
 import sys, time, warnings
 import numpy as np
@@ -92,27 +98,26 @@ FORWARDS = {  # g and dg/df, as the package expects them (vectorised callables)
 data = np.load(sys.argv[1])
 g, dg = FORWARDS[str(data["forward"])]
 x, y, seed = data["x"], data["y"], int(data["seed"])
-out = {"numpy_version": np.__version__}
-for method in [str(m) for m in data["methods"]]:
-    for k, (train, test) in enumerate(zip(data["train"], data["test"])):
-        for r in range(int(data["runs"])):
-            # learn() starts each inner loop's posterior mean at randn(N) / 100: run r reseeds it
-            np.random.seed(seed + k + 1000 * r)
-            if method == "EGP":
-                gp = extendedGP.extendedGP(g, dg, kernels.kern_m52)
-            else:
-                gp = unscentedGP.unscentedGP(g, kernels.kern_m52)
-            gp.learnLB((0.1, 0.1), ynoise=0.01)
-            t0 = time.perf_counter()
-            F = gp.learn(x[train], y[train], (1.0, 1.0), ynoise=1.0)
-            fit = time.perf_counter() - t0
-            Ey, _, Em, Vm = gp.predict(x[test]) if method == "EGP" else gp.quadpredict(x[test])
-            key = f"{method}_{k}_{r}"
-            out[key + "_seconds"] = fit
-            out[key + "_free_energy"] = F
-            out[key + "_mean_f"], out[key + "_var_f"], out[key + "_mean_y"] = Em, Vm, Ey
-            out[key + "_params"] = np.array([gp.kparams[0] ** 2, gp.kparams[1], gp.ynoise ** 2])
-np.savez(sys.argv[2], **out)
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    method, k, r, path = line.split()
+    k, r = int(k), int(r)
+    train, test = data["train"][k], data["test"][k]
+    # learn() starts each inner loop's posterior mean at randn(N) / 100: run r reseeds it
+    np.random.seed(seed + k + 1000 * r)
+    if method == "EGP":
+        gp = extendedGP.extendedGP(g, dg, kernels.kern_m52)
+    else:
+        gp = unscentedGP.unscentedGP(g, kernels.kern_m52)
+    gp.learnLB((0.1, 0.1), ynoise=0.01)
+    t0 = time.perf_counter()
+    F = gp.learn(x[train], y[train], (1.0, 1.0), ynoise=1.0)
+    fit = time.perf_counter() - t0
+    Ey, _, Em, Vm = gp.predict(x[test]) if method == "EGP" else gp.quadpredict(x[test])
+    np.savez(path, seconds=fit, free_energy=F, mean_f=Em, var_f=Vm, mean_y=Ey, numpy_version=np.__version__,
+             params=np.array([gp.kparams[0] ** 2, gp.kparams[1], gp.ynoise ** 2]))
+    print("ok", flush=True)
 '''
 
 
@@ -137,58 +142,134 @@ def run_driver(python, driver, timeout, **inputs):
         return dict(np.load(out))
 
 
-def run_original(python, forward, methods, n_folds, seed=0, runs=1, timeout=3600):
-    """Run DRIVER in the original package's interpreter; per (method, fold) seconds and scores.
+class OriginalDriver:
+    """The original package's interpreter running DRIVER for one forward model (one BLAS thread):
+    ``fit(method, k, r)`` runs one fit of fold k with numpy seed run r and returns its seconds (only
+    ``learn``), free energy, hyperparameters and predictions."""
+
+    def __init__(self, python, forward, n_folds, seed=0):
+        env = dict(os.environ, **{name: "1" for name in THREAD_VARS})
+        env.pop("PYTHONPATH", None)
+        self.data = toy_inversion(forward, seed=seed)
+        self.folds = lx.cv_folds(seed=seed)[:n_folds]
+        self.tmp = tempfile.TemporaryDirectory()
+        inp = Path(self.tmp.name) / "in.npz"
+        np.savez(inp, x=self.data.X[:, 0], y=self.data.y, forward=forward, seed=seed,
+                 train=np.array([tr for tr, _ in self.folds]), test=np.array([te for _, te in self.folds]))
+        self.err = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen([python, "-c", DRIVER, str(inp)], env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.err, text=True, bufsize=1)
+        self.numpy_version = None
+
+    def fit(self, method, k, r=0):
+        out = Path(self.tmp.name) / f"{method}-{k}-{r}.npz"
+        self.proc.stdin.write(f"{method} {k} {r} {out}\n")
+        self.proc.stdin.flush()
+        if self.proc.stdout.readline().strip() != "ok":
+            self.err.seek(0)
+            raise RuntimeError(f"the original linearizedGP driver failed:\n{self.err.read()[-3000:]}")
+        res = dict(np.load(out))
+        self.numpy_version = str(res["numpy_version"])
+        test = self.folds[k][1]
+        return {"seconds": float(res["seconds"]), "free_energy": float(res["free_energy"]),
+                "params": res["params"].tolist(),
+                **scores(self.data.f[test], self.data.y[test], res["mean_f"], res["var_f"], res["mean_y"])}
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        self.err.close()
+        self.tmp.cleanup()
+
+
+def run_original(python, forward, methods, n_folds, seed=0, runs=1):
+    """The original's fits alone, fold by fold; per (method, fold) seconds and scores.
 
     ``runs`` > 1 repeats every fit with another numpy seed (the original starts each inner loop
     at a random mean): the first run is the one compared and timed, ``"runs"`` holds every
     run's scores, free energy and hyperparameters.
     """
-    data = toy_inversion(forward, seed=seed)
-    folds = lx.cv_folds(seed=seed)[:n_folds]
-    res = run_driver(python, DRIVER, timeout, x=data.X[:, 0], y=data.y, forward=forward, seed=seed,
-                     methods=np.array(methods), runs=runs, train=np.array([tr for tr, _ in folds]),
-                     test=np.array([te for _, te in folds]))
-    results = {}
-    for method in methods:
-        for k, (_, test) in enumerate(folds):
-            per_run = []
-            for r in range(runs):
-                key = f"{method}_{k}_{r}"
-                per_run.append({
-                    "seconds": float(res[key + "_seconds"]), "free_energy": float(res[key + "_free_energy"]),
-                    "params": res[key + "_params"].tolist(),
-                    **scores(data.f[test], data.y[test], res[key + "_mean_f"], res[key + "_var_f"],
-                             res[key + "_mean_y"])})
-            results[(method, k)] = dict(per_run[0], runs=per_run)
-    return results, str(res["numpy_version"])
+    driver = OriginalDriver(python, forward, n_folds, seed)
+    try:
+        results = {}
+        for method in methods:
+            for k in range(len(driver.folds)):
+                per_run = [driver.fit(method, k, r) for r in range(runs)]
+                results[(method, k)] = dict(per_run[0], runs=per_run)
+        return results, driver.numpy_version
+    finally:
+        driver.close()
+
+
+class Ours:
+    """gpexplorer's LinearizedGP on the same folds: ``fit(method, k)`` times construction + fit of
+    fold k (after one untimed warm-up fit per method, so numba compilation is excluded).
+
+    ``ugp_inner_loop``: the UGP's inner loop ("map-search", the paper's, or "fixed-point")."""
+
+    def __init__(self, forward, n_folds, seed=0, ugp_inner_loop="map-search"):
+        self.forward, self.ugp_inner_loop = forward, ugp_inner_loop
+        self.data = toy_inversion(forward, seed=seed)
+        self.folds = lx.cv_folds(seed=seed)[:n_folds]
+        self.warm = set()
+
+    def fit(self, method, k):
+        data, forward = self.data, self.forward
+        options = {"inner_loop": self.ugp_inner_loop} if method == "UGP" else {}
+        if method not in self.warm:
+            train0 = self.folds[0][0]
+            lx.fit_model(lx.make_model(method, data.X[train0], data.y[train0], forward, **options), method)
+            self.warm.add(method)
+        train, test = self.folds[k]
+        t0 = time.perf_counter()
+        model = lx.make_model(method, data.X[train], data.y[train], forward, **options)
+        lx.fit_model(model, method)
+        seconds = time.perf_counter() - t0
+        mean_f, var_f = model.predict_f(data.X[test])
+        mean_y, _ = model.predict_y(data.X[test], method="quadrature")
+        p = model.parameters
+        return {"seconds": seconds, "free_energy": model.free_energy(), "n_eval": model.fit_result.n_eval,
+                "params": [float(p["variance"]), float(p["lengthscale"]), float(p["noise_variance"])],
+                **scores(data.f[test], data.y[test], mean_f, var_f, mean_y)}
 
 
 def run_ours(forward, methods, n_folds, seed=0, ugp_inner_loop="map-search"):
-    """gpexplorer's LinearizedGP on the same folds (warm-up fit first, then one timed fit per fold).
+    """gpexplorer's fits alone, fold by fold (warm-up fit first, then one timed fit per fold)."""
+    ours = Ours(forward, n_folds, seed, ugp_inner_loop)
+    return {(method, k): ours.fit(method, k) for method in methods for k in range(len(ours.folds))}
 
-    ``ugp_inner_loop``: the UGP's inner loop ("map-search", the paper's, or "fixed-point")."""
-    data = toy_inversion(forward, seed=seed)
-    folds = lx.cv_folds(seed=seed)[:n_folds]
-    results = {}
-    for method in methods:
-        options = {"inner_loop": ugp_inner_loop} if method == "UGP" else {}
-        train0 = folds[0][0]
-        lx.fit_model(lx.make_model(method, data.X[train0], data.y[train0], forward, **options), method)  # warm-up
-        for k, (train, test) in enumerate(folds):
-            t0 = time.perf_counter()
-            model = lx.make_model(method, data.X[train], data.y[train], forward, **options)
-            lx.fit_model(model, method)
-            seconds = time.perf_counter() - t0
-            mean_f, var_f = model.predict_f(data.X[test])
-            mean_y, _ = model.predict_y(data.X[test], method="quadrature")
-            p = model.parameters
-            results[(method, k)] = {"seconds": seconds, "free_energy": model.free_energy(),
-                                    "n_eval": model.fit_result.n_eval,
-                                    "params": [float(p["variance"]), float(p["lengthscale"]),
-                                               float(p["noise_variance"])],
-                                    **scores(data.f[test], data.y[test], mean_f, var_f, mean_y)}
-    return results
+
+def run_alternating(python, forward, methods, n_folds, seed=0, runs=1, ugp_inner_loop="map-search"):
+    """Both sides on the same folds, one timed fit each per (method, fold), alternating
+    (``equal_timing.alternate``; the side that starts changes from fold to fold), so that a change of
+    machine load falls on both. The original's further seeds (``runs`` > 1) run afterwards, untimed
+    for the comparison. Returns (theirs, ours, the original's numpy version)."""
+    driver = OriginalDriver(python, forward, n_folds, seed)
+    ours_side = Ours(forward, n_folds, seed, ugp_inner_loop)
+    theirs, ours = {}, {}
+    try:
+        for method in methods:
+            for k in range(len(driver.folds)):
+                got = {}
+
+                def original(i):
+                    got["original"] = driver.fit(method, k, 0)
+                    return 1e3 * got["original"]["seconds"]
+
+                def gpexplorer(i):
+                    got["ours"] = ours_side.fit(method, k)
+                    return 1e3 * got["ours"]["seconds"]
+
+                if method not in ours_side.warm:  # the warm-up fit, outside the alternation
+                    ours_side.fit(method, 0)
+                equal_timing.alternate({"original": original, "gpexplorer": gpexplorer}, 1, warmup=0, first=k)
+                per_run = [got["original"]] + [driver.fit(method, k, r) for r in range(1, runs)]
+                theirs[(method, k)] = dict(per_run[0], runs=per_run)
+                ours[(method, k)] = got["ours"]
+        return theirs, ours, driver.numpy_version
+    finally:
+        driver.close()
 
 
 def _load():
@@ -224,9 +305,8 @@ def main(argv=None):
     records, ratios, numpy_version = [], {m: [] for m in args.methods}, None
     totals = {m: [0.0, 0.0] for m in args.methods}
     for forward in args.forwards:
-        theirs, numpy_version = run_original(args.python, forward, args.methods, args.folds, args.seed,
-                                             runs=args.original_runs)
-        ours = run_ours(forward, args.methods, args.folds, args.seed, args.ugp_inner_loop)
+        theirs, ours, numpy_version = run_alternating(args.python, forward, args.methods, args.folds, args.seed,
+                                                      runs=args.original_runs, ugp_inner_loop=args.ugp_inner_loop)
         for method in args.methods:
             for k in range(args.folds):
                 a, b = theirs[(method, k)], ours[(method, k)]

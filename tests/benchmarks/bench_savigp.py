@@ -20,7 +20,7 @@ on identical data and at the same q(u), one thread; and the cost of the score-fu
    term) to 1e-8 relative (exit status 1 otherwise); the gradients (GPflow's w.r.t. its
    constrained parameters, q_sqrt's lower triangle) are compared too.
 2. **Score-function estimator**, S = 2000 samples, (N, M) = (1000, 50), same data and q(u): time
-   per ELBO + gradient evaluation (interleaved rounds as below), and a split of further evaluations
+   per ELBO + gradient evaluation (``SCORE_CALLS`` timed calls), and a split of further evaluations
    into three stages that add up to each evaluation's wall time (``score_split``):
    (a) *sampling*, forming f = b + sqrt(var) eps: timed right after each evaluation on the very
    arrays the estimator's sample loop (``estimators._fast_score``) received, block by block in its
@@ -34,14 +34,13 @@ on identical data and at the same q(u), one thread; and the cost of the score-fu
    lie in [0, 100] % and sum to 100 %. eps is drawn once per model (as the paper's optimiser,
    ``SparseVariationalGP``'s ``seed``); its drawing time is shown beside.
 
-Timing as ``bench_inter_domain.py`` (whose helpers this reuses): every timed call moves the
-lengthscale by ~1e-12 relative (GPflow: every unconstrained value), the sides run in interleaved
-rounds of ~0.25 s blocks in rotating order, each side reported by its minimum over all rounds
-(median in brackets); first calls (numba compilation, tf.function tracing) are never timed. Thread
+Timing as ``bench_inter_domain.py`` (``equal_timing``): every timed call moves the lengthscale by
+~1e-12 relative (GPflow: every unconstrained value), the sides get the same number of timed single
+calls, alternating, each side reported by its minimum (median in brackets); first calls (numba compilation, tf.function tracing) are never timed. Thread
 pools are pinned to one thread (``bench_sparse``'s import sets the environment before numpy;
 threadpoolctl limits every pool; the worker sets TensorFlow's intra/inter-op threads to one); the
-load average is printed at the start and the end. ``--quick``: (200, 10) only, two short rounds,
-S = 200: a smoke run. ``--profile``: print the cProfile of gpexplorer's quadrature ELBO at
+load average is printed at the start and the end. ``--quick``: (200, 10) only, three calls per
+side, S = 200: a smoke run. ``--profile``: print the cProfile of gpexplorer's quadrature ELBO at
 (1000, 50) (also printed whenever the 3x target is missed). ``--no-gpflow``: gpexplorer only.
 """
 
@@ -67,12 +66,13 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 import savigp_peers  # noqa: E402
 import sparse_peers as peers  # noqa: E402
-from bench_inter_domain import _load, _met, _ms, interleaved  # noqa: E402
+import equal_timing  # noqa: E402
+from bench_inter_domain import _load, _met, _ms, alternating  # noqa: E402
 from gpexplorer import kernels  # noqa: E402
 from gpexplorer.likelihoods import BernoulliLogit  # noqa: E402
 from gpexplorer.variational import SparseVariationalGP, estimators  # noqa: E402
 from sparse_bench_cells import _nudge  # noqa: E402
-from sparse_bench_interleaved import BLOCK_SECONDS, peer_pythons  # noqa: E402
+from sparse_bench_interleaved import peer_pythons, remote_side  # noqa: E402
 from sparse_bench_report import _jsonable  # noqa: E402
 
 SEED = 0
@@ -83,10 +83,12 @@ N_GH = estimators.DEFAULT_POINTS[1]  # gpexplorer's Gauss-Hermite points for Q =
 SIZES = ((1000, 50, 3.0), (200, 10, None))
 QUICK_SIZES = ((200, 10, None),)
 SCORE = (1000, 50, 2000)  # N, M, S
+SCORE_CALLS = 30  # timed evaluations of the score estimator
 QUICK_SCORE = (200, 10, 200)
 VALUE_RTOL = 1e-8
 GRADIENT_TOL = 1e-7  # max |difference| / max |GPflow's gradient|, per parameter group
-ROUNDS, QUICK_ROUNDS = 7, 2
+#: timed calls per side: (budget s, min, max) sizes the count from a probe, the same for every side
+CALLS, QUICK_CALLS = (6.0, 50, 500), 3
 
 
 # ------------------------------------------------------------------------------------------
@@ -132,16 +134,12 @@ def reset(model):
 
 
 def local_side(model):
-    """``side(repeats) -> times (ms)`` of ``elbo(eval_gradient=True)``, each call nudged."""
+    """``side(i) -> ms`` of one ``elbo(eval_gradient=True)``, nudged by call index (``side.call``: untimed)."""
     def call(i):
         model.set_parameters({"kernel0.lengthscale": LENGTHSCALE * _nudge(i)})
         return model.elbo(eval_gradient=True)
 
-    def side(repeats):
-        return peers.timed(call, repeats, warmup=0)
-
-    side.call = call
-    return side
+    return equal_timing.local(call)
 
 
 # ------------------------------------------------------------------------------------------
@@ -160,15 +158,13 @@ def gpflow_gradients(model, p):
             "lengthscale": float(g["kernel0.lengthscale"]), "Z": np.asarray(g["feature0.Z"])}
 
 
-def compare_gpflow(worker, N, M, target, rounds, block_seconds, directory):
+def compare_gpflow(worker, N, M, target, calls, directory):
     p = make_problem(N, M)
     model = gpexplorer_model(p)
     data = savigp_peers.write_data(directory, f"svgp-{N}-{M}", p["X"], p["Y"], p["Z"], p["m"], p["L"], VARIANCE,
                                    LENGTHSCALE, JITTER, N_GH)
-    remote = {"kind": "eval", "data": data}
-    sides = {"gpexplorer": local_side(model),
-             "GPflow": lambda repeats: worker.ask({**remote, "repeats": repeats})["times_ms"]}
-    summaries, block = interleaved(sides, rounds, block_seconds)
+    sides = {"gpexplorer": local_side(model), "GPflow": remote_side(worker, {"kind": "eval", "data": data})}
+    summaries, calls = alternating(sides, calls)
     r = reset(model).evaluate()
     check = worker.ask({"kind": "check", "data": data})
     ours = gpflow_gradients(model, p)
@@ -180,7 +176,7 @@ def compare_gpflow(worker, N, M, target, rounds, block_seconds, directory):
     gpflow_elbo = -check["loss"]
     value_rel = abs(r.value - gpflow_elbo) / abs(r.value)
     speedup = summaries["GPflow"]["min"] / summaries["gpexplorer"]["min"]
-    return {"N": N, "M": M, "D": p["X"].shape[1], "n_gh": N_GH, "sides": summaries, "block": block,
+    return {"N": N, "M": M, "D": p["X"].shape[1], "n_gh": N_GH, "sides": summaries, "calls": calls,
             "elbo": r.value, "gpflow_elbo": gpflow_elbo, "value_rel_diff": value_rel,
             "value_agree": bool(value_rel <= VALUE_RTOL),
             "terms": {"ell": r.terms["ell"], "gpflow_var_exp": check["var_exp"],
@@ -189,11 +185,11 @@ def compare_gpflow(worker, N, M, target, rounds, block_seconds, directory):
             "speedup": speedup, "target": target, "met": None if target is None else bool(speedup >= target)}
 
 
-def local_only(N, M, rounds, block_seconds):
+def local_only(N, M, calls):
     """gpexplorer's side alone (no GPflow venv, or --no-gpflow)."""
     model = gpexplorer_model(make_problem(N, M))
-    summaries, block = interleaved({"gpexplorer": local_side(model)}, rounds, block_seconds)
-    return {"N": N, "M": M, "D": D, "n_gh": N_GH, "sides": summaries, "block": block,
+    summaries, calls = alternating({"gpexplorer": local_side(model)}, calls)
+    return {"N": N, "M": M, "D": D, "n_gh": N_GH, "sides": summaries, "calls": calls,
             "elbo": reset(model).evaluate().value}
 
 
@@ -360,7 +356,7 @@ def score_split(model, call, calls):
     return rows
 
 
-def score_section(N, M, S, rounds, block_seconds, calls=None):
+def score_section(N, M, S, timed_calls, calls=None):
     """Time per evaluation of the score estimator and its split (see the module docstring)."""
     p = make_problem(N, M)
     t0 = time.perf_counter()
@@ -368,7 +364,7 @@ def score_section(N, M, S, rounds, block_seconds, calls=None):
     draw_ms = 1e3 * (time.perf_counter() - t0)
     model = gpexplorer_model(p, estimator="score", num_samples=S)
     side = local_side(model)
-    summaries, block = interleaved({"score": side}, rounds, block_seconds)
+    summaries, timed_calls = alternating({"score": side}, timed_calls)
     calls = calls or max(3, min(20, int(2.0 / (1e-3 * summaries["score"]["min"]))))
     rows = score_split(model, side.call, calls)
     total = sum(r["total"] for r in rows)
@@ -377,7 +373,7 @@ def score_section(N, M, S, rounds, block_seconds, calls=None):
     shares = {q["key"]: q["share"] for q in split}
     per_eval = [{k: (v if k == "capped" else 1e3 * v) for k, v in r.items()} for r in rows]
     reset(model)
-    return {"N": N, "M": M, "S": S, "time": summaries["score"], "block": block, "rounds": rounds,
+    return {"N": N, "M": M, "S": S, "time": summaries["score"], "calls": timed_calls,
             "draw_eps_ms": draw_ms, "split_calls": calls, "split_ms_per_eval": 1e3 * total / calls,
             "block_rows": max(1, estimators.FAST_BLOCK // N), "split": split, "per_eval_ms": per_eval,
             "sampling_capped": sum(r["capped"] for r in rows),
@@ -386,12 +382,11 @@ def score_section(N, M, S, rounds, block_seconds, calls=None):
 
 
 # ------------------------------------------------------------------------------------------
-def run(quick=False, with_gpflow=True, rounds=None, log=print, sizes=None, score=None, profile=False):
-    rounds = rounds or (QUICK_ROUNDS if quick else ROUNDS)
-    block_seconds = 0.02 if quick else BLOCK_SECONDS
+def run(quick=False, with_gpflow=True, calls=None, log=print, sizes=None, score=None, profile=False):
+    calls = calls or (QUICK_CALLS if quick else CALLS)
     sizes = sizes or (QUICK_SIZES if quick else SIZES)
     score = score or (QUICK_SCORE if quick else SCORE)
-    results = {"quick": quick, "rounds": rounds, "block_seconds": block_seconds,
+    results = {"quick": quick, "calls_requested": calls,
                "environment": bench_sparse.environment(), "load_average_start": bench_sparse._loadavg(),
                "cells": [], "failures": []}
     log(f"# load average at start: {_load(results['load_average_start'])}", file=sys.stderr)
@@ -405,8 +400,8 @@ def run(quick=False, with_gpflow=True, rounds=None, log=print, sizes=None, score
         try:
             results["gpflow_info"] = worker.ask({"kind": "info"})
             for N, M, target in sizes:
-                log(f"# N={N} M={M}: gpexplorer vs GPflow SVGP, interleaved ...", file=sys.stderr)
-                cell = compare_gpflow(worker, N, M, target, rounds, block_seconds, directory.name)
+                log(f"# N={N} M={M}: gpexplorer vs GPflow SVGP, alternating single calls ...", file=sys.stderr)
+                cell = compare_gpflow(worker, N, M, target, calls, directory.name)
                 results["cells"].append(cell)
                 if not cell["value_agree"]:
                     results["failures"].append(f"N={N} M={M}: ELBO {cell['elbo']!r} vs GPflow's {cell['gpflow_elbo']!r}")
@@ -416,14 +411,14 @@ def run(quick=False, with_gpflow=True, rounds=None, log=print, sizes=None, score
     else:
         for N, M, _ in sizes:
             log(f"# N={N} M={M}: gpexplorer alone ...", file=sys.stderr)
-            results["cells"].append(local_only(N, M, rounds, block_seconds))
+            results["cells"].append(local_only(N, M, calls))
     missed = any(c.get("met") is False for c in results["cells"])
     if profile or missed:
         N, M = next(((n, m) for n, m, t in sizes if t is not None), sizes[0][:2])
         log(f"# cProfile of gpexplorer's quadrature ELBO + gradient, N={N} M={M} ...", file=sys.stderr)
         results["profile"] = profile_quadrature(N, M, calls=20 if quick else 200)
     log(f"# score estimator N={score[0]} M={score[1]} S={score[2]} ...", file=sys.stderr)
-    results["score"] = score_section(*score, rounds=rounds, block_seconds=block_seconds)
+    results["score"] = score_section(*score, timed_calls=calls if quick else SCORE_CALLS)
     results["load_average_end"] = bench_sparse._loadavg()
     return results
 
@@ -434,8 +429,8 @@ def format_markdown(results):
                      for p in env.get("threadpools", []) if p.get("internal_api") in ("openblas", "mkl", "blis"))
     header = (f"Load average (1/5/15 min) at start {_load(results['load_average_start'])}, at end "
               f"{_load(results['load_average_end'])}. numpy {env['numpy']}, scipy {env['scipy']}, BLAS: {blas or '?'}. "
-              f"Minimum (median) over {results['rounds']} interleaved rounds of ~{results['block_seconds']:g} s per side"
-              + (" (QUICK MODE)." if results["quick"] else "."))
+              "Minimum (median) ms over alternating single calls, the same number per side (calls per side: "
+              + ", ".join(str(c["calls"]) for c in results["cells"]) + ")" + (" (QUICK MODE)." if results["quick"] else "."))
     if env.get("git_commit"):
         dirty = env.get("gpexplorer_uncommitted_changes")
         header += f" gpexplorer {env['git_commit']}" + (" + uncommitted changes in gpexplorer/." if dirty else ".")
@@ -474,8 +469,8 @@ def format_markdown(results):
         lines += ["", "```", prof["top"].rstrip(), "```"]
     sc = results["score"]
     lines += ["", f"### Score-function estimator: N = {sc['N']}, M = {sc['M']}, S = {sc['S']}", "",
-              f"Time per ELBO + gradient evaluation: **{_ms(sc['time'])} ms** (minimum (median) over {sc['rounds']} "
-              f"rounds, {sc['time']['n']} calls). eps (S x N) is drawn once per model: {sc['draw_eps_ms']:.1f} ms. "
+              f"Time per ELBO + gradient evaluation: **{_ms(sc['time'])} ms** (minimum (median) over "
+              f"{sc['time']['n']} calls). eps (S x N) is drawn once per model: {sc['draw_eps_ms']:.1f} ms. "
               f"Split over {sc['split_calls']} further evaluations ({sc['split_ms_per_eval']:.1f} ms each on average; "
               f"the estimator loops over blocks of {sc['block_rows']} samples): the likelihood and the sample loop "
               "timed inside each evaluation, forming f timed after it on the same arrays, the rest by difference.",
@@ -500,16 +495,17 @@ def format_markdown(results):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="N=200 M=10 only, S=200, two short rounds")
+    parser.add_argument("--quick", action="store_true", help="N=200 M=10 only, S=200, three calls per side")
     parser.add_argument("--no-gpflow", action="store_true", help="gpexplorer only, no GPflow worker")
     parser.add_argument("--json", metavar="PATH", help="write every number measured as JSON")
-    parser.add_argument("--rounds", type=int, help=f"interleaved rounds (default {ROUNDS}, quick {QUICK_ROUNDS})")
+    parser.add_argument("--calls", type=int, help="timed calls per side, the same for every side (default: as many "
+                        f"as fit {CALLS[0]:g} s of alternating rounds, {CALLS[1]}-{CALLS[2]}; quick {QUICK_CALLS})")
     parser.add_argument("--profile", action="store_true", help="always print the quadrature ELBO's profile")
     parser.add_argument("--keep-openblas-env", action="store_true",
                         help="keep OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (bench_sparse unsets them at import)")
     args = parser.parse_args(argv)
     with threadpool_limits(limits=1):  # scoped: a caller (the smoke test's pytest process) gets its pools back
-        results = run(quick=args.quick, with_gpflow=not args.no_gpflow, rounds=args.rounds, profile=args.profile)
+        results = run(quick=args.quick, with_gpflow=not args.no_gpflow, calls=args.calls, profile=args.profile)
     print(format_markdown(results))
     if args.json:
         Path(args.json).write_text(json.dumps(_jsonable(results), indent=2))

@@ -6,39 +6,42 @@ optimisation, one thread.
 
 GPy runs in this process; GPflow and GPyTorch (and, with ``--baseline``, gpexplorer from another
 checkout) run as worker processes in their own venvs (``sparse_peers.py``; see README.md for
-the venvs), measured in interleaved rounds with this process's gpexplorer: each round gives
-every side a short block of timed calls, in rotating order, and each side's minimum over all
-rounds is compared (the machine is shared; minima of interleaved blocks are what is stable).
-``--big`` adds one objective + gradient at N = 10^6, M = 200 per library, each in a fresh
-process, with its peak memory.
+the venvs). Every comparison gives every side **the same number of timed calls, alternating
+single calls** (``equal_timing.alternate``: gpexplorer, GPy, GPflow, ..., gpexplorer, GPy, ...),
+and reports each side's minimum and median; a worker times its own call. (Blocks sized by time
+gave the faster side far more samples, whose minimum approaches idle speed on a loaded machine:
+issue 25, item 8.) ``--big`` adds one objective + gradient at N = 10^6, M = 200 per library,
+each in a fresh process, with its peak memory.
 
-Both libraries run in the same process on identical data (seeded), with the same kernel,
-noise, inducing inputs and jitter on Kuu, and every BLAS / OpenMP / numba pool pinned to one
-thread. What is measured:
+All libraries run on identical data (seeded), with the same kernel, noise, inducing inputs and
+jitter on Kuu, and every BLAS / OpenMP / numba pool pinned to one thread. What is measured:
 
 1. One objective + gradient evaluation (with respect to every kernel hyperparameter, the noise
    variance and every inducing input Z) for VFE and FITC at (N, M) = (200, 10), (2000, 50),
-   (20000, 200): gpexplorer ``SparseGPR.objective_and_gradient()`` against GPy's
+   (20000, 200): gpexplorer ``SparseGPR.objective_and_gradient()``, GPy's
    ``Model._objective_grads(x)`` (exactly one ``parameters_changed``: inference, the gradients
-   of every parameter, Z free). Median of repeated ``time.perf_counter`` timings, after
-   warm-up calls (so numba compilation is excluded), with the garbage collector paused. Every
-   timed call moves the lengthscale and noise variance by ~1e-12 relative so that neither side
-   can answer from a cache keyed on parameter values.
-   The log marginal likelihoods of the two are compared (they must agree to 1e-6 relative).
+   of every parameter, Z free), GPflow's and GPyTorch's in their workers. Warm-up calls (numba
+   compilation, tracing) are never timed; the garbage collector is paused during timed calls.
+   Every timed call moves the lengthscale and noise variance by ~1e-12 relative so that no side
+   can answer from a cache keyed on parameter values. The calls per side: as many as fit the
+   cell's budget of alternating rounds (``--calls`` to fix it), the same for every side.
+   The log marginal likelihoods are compared (they must agree to 1e-6 relative).
    Gradients are *not* compared with GPy (GPy's FITC gradient is off in proportion to the
    jitter); instead gpexplorer's gradient is checked against Richardson-extrapolated central
    differences on five entries (variance, lengthscale, noise variance, two inducing inputs),
    allowing for the round-off of the objective itself, which is measured and printed.
-2. At (20000, 200): the machine's one-thread float64 matmul rate (2000x2000 @ 2000x2000,
-   2 n^3 flops) and the fraction of it the objective + gradient reaches, counting only the
-   dominant O(M^2 N) dense work of gpexplorer's algorithm: VFE 4 M^2 N flops (trsm M^2 N +
-   syrk M^2 N + gemm 2 M^2 N), FITC 6 M^2 N (2 trsm + 2 syrk + 1 gemm). The same count is
-   used for GPy, so its column says how fast GPy does the same work.
+2. At (20000, 200): the machine's one-thread float64 GEMM rate (2000x2000 @ 2000x2000, 2 n^3
+   flops), measured as one more side **in the same alternating rounds** as the cell, and the
+   fraction of it the objective + gradient reaches (min against min; medians beside), counting
+   only the dominant O(M^2 N) dense work of gpexplorer's algorithm: VFE 4 M^2 N flops (trsm
+   M^2 N + syrk M^2 N + gemm 2 M^2 N), FITC 6 M^2 N (2 trsm + 2 syrk + 1 gemm). The same count
+   is used for GPy, so its column says how fast GPy does the same work.
 3. Joint optimisation (hyperparameters, noise and Z) on Snelson's 200-point data with 15
    inducing inputs: VFE to convergence (max 1000 iterations) and FITC for 200 iterations,
-   gpexplorer ``fit`` (L-BFGS-B) against GPy ``optimize('lbfgsb')``.
+   gpexplorer ``fit`` (L-BFGS-B) against GPy ``optimize('lbfgsb')``, whole fits alternating; and
+   the VFE fit against GPflow's compiled ``Scipy`` optimiser (and ``--baseline``), alternating.
 
-``--quick`` uses fewer repeats and skips N = 20000 (and the matmul rate): a smoke run.
+``--quick`` uses few calls and skips N = 20000 (and so the GEMM side): a smoke run.
 The exit status is 1 if a VFE log marginal likelihood disagrees with GPy or a finite-difference
 check fails; missed speed targets are reported, not fatal.
 """
@@ -143,20 +146,20 @@ def environment():
     return info
 
 
-def run(quick=False, with_gpy=None, log=print, pythons=None, baseline=None, rounds=None, big=False):
+def run(quick=False, with_gpy=None, log=print, pythons=None, baseline=None, calls=None, big=False):
     """All measurements; returns the results dict that ``--json`` writes.
 
     ``pythons``: {peer: python of its venv} (:func:`peer_pythons`); ``baseline``: another gpexplorer
-    checkout timed alongside; ``rounds``: interleaved rounds per cell; ``big``: the N = 10^6 runs.
+    checkout timed alongside; ``calls``: timed calls per side and cell (default: as many as fit the
+    cell's time budget, the same for every side); ``big``: the N = 10^6 runs.
     """
     import tempfile
 
     with_gpy = gpy_available() if with_gpy is None else with_gpy
-    rounds = rounds or (2 if quick else 5)
     directory = tempfile.TemporaryDirectory(prefix="bench-sparse-")
     workers = start_workers(pythons or {}, baseline)
     try:
-        results = _run(quick, with_gpy, log, workers, rounds, directory.name)
+        results = _run(quick, with_gpy, log, workers, calls, directory.name)
         if big:
             results["big"] = compare_big(pythons or {}, baseline, directory.name, log=log)
     finally:
@@ -168,73 +171,71 @@ def run(quick=False, with_gpy=None, log=print, pythons=None, baseline=None, roun
     return results
 
 
-def _run(quick, with_gpy, log, workers, rounds, directory):
-    timing_kw = dict(target_seconds=0.3, min_repeats=3) if quick else dict(target_seconds=1.5, min_repeats=5)
+def _run(quick, with_gpy, log, workers, calls, directory):
+    if quick:
+        budget = dict(budget_seconds=QUICK_CELL_SECONDS, min_calls=QUICK_MIN_CALLS, max_calls=QUICK_MAX_CALLS)
+    else:
+        budget = dict(budget_seconds=CELL_SECONDS, min_calls=MIN_CALLS, max_calls=MAX_CALLS)
     results = {"quick": quick, "environment": environment(), "load_average_start": _loadavg(), "setup": {
         "data": "X ~ U(0, 6), y = sin 3x + 0.3 cos 7x + N(0, 0.09), seed %d; Z evenly spaced on [0, 6]" % SEED,
         "kernel": {"variance": VARIANCE, "lengthscale": LENGTHSCALE}, "noise_variance": NOISE_VARIANCE,
-        "jitter": JITTER, "flop_formula": FLOP_FORMULA}, "cells": [], "failures": [], "rounds": rounds,
-        "workers": {n: w.info.get("version") for n, w in workers.items()},
-        "worker_info": {n: w.info for n, w in workers.items()}}
-    if not quick:
-        log("# matmul rate ...", file=sys.stderr)
-        first_matmul = matmul_gflops()
+        "jitter": JITTER, "flop_formula": FLOP_FORMULA}, "cells": [], "failures": [], "calls": calls,
+        "budget": budget, "workers": {n: w.info.get("version") for n, w in workers.items()},
+        "worker_info": {n: w.info for n, w in workers.items()}, "efficiency": []}
     for N, M, target in SIZES:
         if quick and N > QUICK_MAX_N:
             continue
         for approximation in APPROXIMATIONS:
-            log(f"# {approximation.upper()} N={N} M={M}: gpexplorer ...", file=sys.stderr)
+            log(f"# {approximation.upper()} N={N} M={M}: gpexplorer's log ML and gradient check ...", file=sys.stderr)
             cell = {"approximation": approximation, "N": N, "M": M, "target": target,
-                    "gpexplorer": measure_gpexplorer(N, M, approximation, **timing_kw)}
+                    "gpexplorer": check_gpexplorer(N, M, approximation)}
             fd = cell["gpexplorer"]["fd_check"]
             if not fd["passed"]:
                 bad = [e["entry"] for e in fd["entries"] if not e["passed"]]
                 results["failures"].append(f"{approximation} N={N} M={M}: finite-difference check failed on "
                                            f"{', '.join(bad)} (max rel err {fd['max_rel_err']:.2e}, "
                                            f"F round-off {fd['roundoff']:.1e})")
+            gemm = not quick and N == SIZES[-1][0]
+            names = ["gpexplorer"] + (["GPy"] if with_gpy else []) + [
+                n for n in workers if approximation in PEER_APPROXIMATIONS[n]] + (["GEMM"] if gemm else [])
+            log(f"# {approximation.upper()} N={N} M={M}: alternating single calls of {', '.join(names)} ...",
+                file=sys.stderr)
+            cell["compare"] = compare_cell(workers, N, M, approximation, directory, calls=calls, with_gpy=with_gpy,
+                                           gemm=gemm, log=lambda msg: log(msg, file=sys.stderr), **budget)
+            sides, lml = cell["compare"]["sides"], cell["compare"]["log_marginal_likelihood"]
             if with_gpy:
-                log(f"# {approximation.upper()} N={N} M={M}: GPy ...", file=sys.stderr)
-                cell["gpy"] = measure_gpy(N, M, approximation, **timing_kw)
-                cell["speedup"] = cell["gpy"]["median_ms"] / cell["gpexplorer"]["median_ms"]
+                r = equal_timing.ratios(cell["compare"]["times_ms"], "gpy", "gpexplorer")
+                cell["speedup"], cell["speedup_median"] = r["min"], r["median"]
                 cell["target_met"] = bool(cell["speedup"] >= target)
-                l1, l2 = cell["gpexplorer"]["log_marginal_likelihood"], cell["gpy"]["log_marginal_likelihood"]
+                l1, l2 = lml["gpexplorer"], lml["gpy"]
                 cell["lml_rel_diff"] = abs(l1 - l2) / max(abs(l1), 1e-300)
                 cell["lml_agree"] = bool(cell["lml_rel_diff"] < LML_RTOL)
                 if approximation == "vfe" and not cell["lml_agree"]:
                     results["failures"].append(f"vfe N={N} M={M}: log ML {l1!r} (gpexplorer) vs {l2!r} (GPy)")
-            if workers:
-                log(f"# {approximation.upper()} N={N} M={M}: interleaved with {', '.join(workers)} ...", file=sys.stderr)
-                cell["compare"] = compare_cell(workers, N, M, approximation, rounds, directory)
-                lml = cell["compare"]["log_marginal_likelihood"]
-                if "gpflow" in lml and abs(lml["gpflow"] - lml["gpexplorer"]) > LML_RTOL * abs(lml["gpexplorer"]):
-                    results["failures"].append(f"{approximation} N={N} M={M}: log ML {lml['gpexplorer']!r} "
-                                               f"(gpexplorer) vs {lml['gpflow']!r} (GPflow)")
+            if "gpflow" in lml and abs(lml["gpflow"] - lml["gpexplorer"]) > LML_RTOL * abs(lml["gpexplorer"]):
+                results["failures"].append(f"{approximation} N={N} M={M}: log ML {lml['gpexplorer']!r} "
+                                           f"(gpexplorer) vs {lml['gpflow']!r} (GPflow)")
+            if gemm:
+                mm = cell["compare"]["gemm"]
+                flops = FLOPS_PER_M2N[approximation] * M * M * N
+                eff = {"approximation": approximation, "N": N, "M": M, "formula": FLOP_FORMULA[approximation],
+                       "gflop": flops / 1e9, "gemm": mm}
+                for side in ("gpexplorer", "gpy"):
+                    if side in sides:
+                        rate, rate_median = (flops / (sides[side][k] * 1e-3) / 1e9 for k in ("min", "median"))
+                        eff[side] = {"gflops": rate, "fraction_of_matmul": rate / mm["gflops"],
+                                     "fraction_of_matmul_median": rate_median / mm["gflops_median"]}
+                results["efficiency"].append(eff)
             results["cells"].append(cell)
     if workers:
-        log("# Snelson VFE fit, interleaved ...", file=sys.stderr)
-        results["fits"] = compare_fits(workers, rounds, directory)
-    if not quick:
-        log("# matmul rate again ...", file=sys.stderr)
-        second_matmul = matmul_gflops()  # the faster of two, before and after: the machine's rate
-        peak = max(first_matmul, second_matmul, key=lambda r: r["gflops"])
-        results["matmul"] = peak
-        results["efficiency"] = []
-        for cell in results["cells"]:
-            if cell["N"] != SIZES[-1][0]:
-                continue
-            a, N, M = cell["approximation"], cell["N"], cell["M"]
-            flops = FLOPS_PER_M2N[a] * M * M * N
-            eff = {"approximation": a, "N": N, "M": M, "formula": FLOP_FORMULA[a], "gflop": flops / 1e9}
-            for side in ("gpexplorer", "gpy"):
-                if side in cell:
-                    rate = flops / (cell[side]["median_ms"] * 1e-3) / 1e9
-                    eff[side] = {"gflops": rate, "fraction_of_matmul": rate / peak["gflops"]}
-            results["efficiency"].append(eff)
+        log("# Snelson VFE fit, alternating whole fits ...", file=sys.stderr)
+        results["fits"] = compare_fits(workers, directory, calls=QUICK_FIT_CALLS if quick else FIT_CALLS,
+                                       log=lambda msg: log(msg, file=sys.stderr))
     results["optimisation"] = []
     for approximation, max_iter, label in OPTIMISATION_RUNS:
-        log(f"# Snelson {approximation.upper()} optimisation ({label}) ...", file=sys.stderr)
+        log(f"# Snelson {approximation.upper()} optimisation ({label}), alternating with GPy ...", file=sys.stderr)
         opt = optimise_snelson(approximation, max_iter, with_gpy=with_gpy,
-                               target_seconds=timing_kw["target_seconds"], min_repeats=1 if quick else 3)
+                               calls=QUICK_FIT_CALLS if quick else OPTIMISATION_CALLS)
         opt["label"] = label
         results["optimisation"].append(opt)
     return results
@@ -256,7 +257,9 @@ def main(argv=None):
                         help="worker peers, comma-separated, each in its own venv (README.md); '' for none")
     parser.add_argument("--baseline", metavar="CHECKOUT", help="also time gpexplorer from this checkout "
                         "(e.g. the pre-move worktree), interleaved, with this venv")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds per measurement (default 5, quick 2)")
+    parser.add_argument("--calls", type=int, help="timed calls per side and cell, the same for every side (default: "
+                        f"as many as fit {CELL_SECONDS:g} s of alternating rounds, {MIN_CALLS}-{MAX_CALLS}; quick "
+                        f"{QUICK_CELL_SECONDS:g} s, {QUICK_MIN_CALLS}-{QUICK_MAX_CALLS})")
     parser.add_argument("--big", action="store_true", help=f"one evaluation at N={BIG_N}, M={BIG_M} per library, "
                         "fresh process each, with peak memory")
     parser.add_argument("--keep-openblas-env", action="store_true",
@@ -271,7 +274,7 @@ def main(argv=None):
     for name in sorted(set(wanted) - set(pythons)):
         print(f"{name}: no venv at {os.environ.get(PEER_PYTHONS[name][0], PEER_PYTHONS[name][1])} "
               f"(set ${PEER_PYTHONS[name][0]}; see README.md): skipped", file=sys.stderr)
-    results = run(quick=args.quick, with_gpy=with_gpy, pythons=pythons, baseline=args.baseline, rounds=args.rounds,
+    results = run(quick=args.quick, with_gpy=with_gpy, pythons=pythons, baseline=args.baseline, calls=args.calls,
                   big=args.big)
     print(format_markdown(results))
     if args.json:

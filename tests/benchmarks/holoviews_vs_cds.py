@@ -2,12 +2,14 @@
 
 Times one update of the posterior view (5 approximations: band + mean, data, inducing inputs)
 both ways: a HoloViews DynamicMap fed through a Pipe (the plotting pipeline runs per element)
-and ``PosteriorFigure.update`` (arrays assigned to existing sources). Run:
+and ``PosteriorFigure.update`` (arrays assigned to existing sources), 20 timed updates each,
+alternating (after 3 untimed ones each). Run:
 
     python tests/benchmarks/holoviews_vs_cds.py
 """
 
-import time, numpy as np
+import os, sys
+import numpy as np
 import holoviews as hv
 hv.extension("bokeh")
 from gpexplorer.ui.sparse.figures import PosteriorFigure
@@ -32,11 +34,14 @@ def overlay(data):
 pipe = hv.streams.Pipe(data=comps[0])
 dmap = hv.DynamicMap(overlay, streams=[pipe])
 plot = hv.renderer("bokeh").get_plot(dmap)
-ts = []
-for i in range(20):
-    t = time.perf_counter(); pipe.send(comps[i % 2]); ts.append(time.perf_counter() - t)
-print("holoviews DynamicMap update: median %.1f ms" % (1e3 * np.median(ts[3:])))
-fig = PosteriorFigure(); ts = []
-for i in range(20):
-    t = time.perf_counter(); fig.update(ds.X[:, 0], ds.y, comps[i % 2], "y", Z); ts.append(time.perf_counter() - t)
-print("bokeh CDS update: median %.1f ms" % (1e3 * np.median(ts[3:])))
+fig = PosteriorFigure()
+# the same number of updates each, one of each in turn (equal_timing: the benchmarks' one timing helper)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import equal_timing
+times = equal_timing.alternate({
+    "holoviews DynamicMap update": equal_timing.local(lambda i: pipe.send(comps[i % 2])),
+    "bokeh CDS update": equal_timing.local(lambda i: fig.update(ds.X[:, 0], ds.y, comps[i % 2], "y", Z)),
+}, calls=20, warmup=3)
+for name, ms in times.items():
+    s = equal_timing.summary(ms)
+    print("%s: median %.1f ms, min %.1f ms (%d calls)" % (name, s["median"], s["min"], s["n"]))

@@ -29,11 +29,11 @@ variance and lengthscale, Z).
 
 Each ``.npz`` the parent writes holds X [N, D], Y [N, 1] in {0, 1}, Z [M, D], q_mu [M, 1],
 q_sqrt [1, M, M] (lower triangular), variance, lengthscale, jitter and n_gh. Task kinds:
-``info`` (sparse_peers'), ``eval`` (``repeats`` timed loss + gradient calls in ms after untimed
-warm-up / tracing, each call moving every unconstrained value by ~1e-12 relative as
-sparse_peers does; also the loss at the start) and ``check`` (eager, untimed: the loss, its
-terms and its gradient with respect to the *constrained* q_mu, q_sqrt (lower triangle), variance,
-lengthscale and Z).
+``info`` (sparse_peers'), ``eval`` (``repeats`` (default 1) single timed loss + gradient calls
+in ms, indices from ``start``, after untimed warm-up / tracing, each call moving every
+unconstrained value by ~1e-12 relative as sparse_peers does; also the loss at the start) and
+``check`` (eager, untimed: the loss, its terms and its gradient with respect to the *constrained*
+q_mu, q_sqrt (lower triangle), variance, lengthscale and Z).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ class Worker(peers.Worker):
                     call(-1 - i)
                 self.evaluators[key] = (call, loss)
             call, loss = self.evaluators[key]
-            out["times_ms"] = peers.timed(call, task.get("repeats", 5), warmup=0)
+            out["times_ms"] = peers.timed(call, task.get("repeats", 1), start=task.get("start", 0))
             out["loss"] = loss()
         else:
             raise ValueError(f"unknown task kind {kind!r}")

@@ -1,6 +1,7 @@
 """The cells of ``bench_sparse.py``: the issue's data and settings, gpexplorer's and GPy's models
-on it, timing, finite-difference checks, the matmul rate and the Snelson optimisations (all in
-this process). Imported by ``bench_sparse.py`` after it has pinned the thread pools."""
+on it and their timed sides (single calls for ``equal_timing.alternate``), finite-difference
+checks, the GEMM reference side and the Snelson optimisations (all in this process). Imported by
+``bench_sparse.py`` after it has pinned the thread pools."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+import equal_timing
 from gpexplorer import datasets, kernels, models
 
 # ------------------------------------------------------------------------------------------
@@ -40,6 +42,7 @@ MATMUL_N = 2000
 SNELSON_M = 15
 OPTIMISATION_RUNS = (("vfe", 1000, "to convergence"), ("fitc", 200, "200 iterations"))
 OPTIMISATION_TARGET = 10.0
+OPTIMISATION_CALLS = 10  # whole optimisations per library, alternating (GPy takes ~0.1-1 s each)
 
 LML_RTOL = 1e-6
 FD_TOL = 1e-4  # max relative error of a central difference against the analytic gradient
@@ -109,37 +112,7 @@ def gpy_log_marginal_likelihood(m):
 
 
 # ------------------------------------------------------------------------------------------
-# timing
-def time_call(fn, target_seconds=1.5, min_repeats=5, max_repeats=2000, warmup=2):
-    """Median wall time of ``fn(i)`` over enough repeats to fill ~``target_seconds``.
-
-    ``warmup`` untimed calls first (numba compilation or cache loading, BLAS buffers); one
-    more untimed call sizes the repeat count. Timings are in milliseconds.
-    """
-    for i in range(warmup):
-        fn(-1 - i)
-    t0 = time.perf_counter()
-    fn(-1 - warmup)
-    estimate = time.perf_counter() - t0
-    repeats = int(min(max_repeats, max(min_repeats, math.ceil(target_seconds / max(estimate, 1e-9)))))
-    times = []
-    gc_was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        for i in range(repeats):
-            t0 = time.perf_counter()
-            fn(i)
-            times.append(time.perf_counter() - t0)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    ms = sorted(t * 1e3 for t in times)
-    q = statistics.quantiles(ms, n=4, method="inclusive") if len(ms) >= 2 else [ms[0]] * 3
-    return {"median_ms": statistics.median(ms), "min_ms": ms[0], "q1_ms": q[0], "q3_ms": q[2],
-            "repeats": repeats}
-
-
+# sides for equal_timing.alternate
 def _nudge(i):
     """A relative change of ~1e-12 per call index: numerically nothing, never a cache hit."""
     return 1.0 + 1e-12 * (i + 10)
@@ -231,11 +204,10 @@ def finite_difference_check(model, step=FD_STEP, z_indices=None, tol=FD_TOL):
 
 
 # ------------------------------------------------------------------------------------------
-# the two sides of one cell
-def measure_gpexplorer(N, M, approximation, *, seed=SEED, target_seconds=1.5, min_repeats=5,
-                       max_repeats=2000, fd_check=True):
-    """Time gpexplorer's objective + gradient (all hyperparameters, noise, Z) on the issue's data."""
-    X, y, Z = make_problem(N, M, seed)
+# the in-process sides of one cell (timed by equal_timing.alternate, with the workers' sides)
+def gpexplorer_side(X, y, Z, approximation):
+    """(side, model): ``side(i)`` times one objective + gradient of gpexplorer (ms), lengthscale and
+    noise nudged by call index; the model is left at the nudged values (``reset_gpexplorer``)."""
     m = gpexplorer_model(X, y, Z, approximation)
 
     def call(i):
@@ -243,48 +215,61 @@ def measure_gpexplorer(N, M, approximation, *, seed=SEED, target_seconds=1.5, mi
         m.set_parameters({"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
         return m.objective_and_gradient()
 
-    timing = time_call(call, target_seconds, min_repeats, max_repeats)
+    return equal_timing.local(call), m
+
+
+def reset_gpexplorer(m):
     m.set_parameters({"lengthscale": LENGTHSCALE, "noise_variance": NOISE_VARIANCE})
-    out = {"library": "gpexplorer", "approximation": approximation, "N": N, "M": M, **timing,
+    return m
+
+
+def check_gpexplorer(N, M, approximation, *, seed=SEED, fd_check=True):
+    """gpexplorer's log marginal likelihood at the start and the finite-difference check (untimed)."""
+    X, y, Z = make_problem(N, M, seed)
+    m = gpexplorer_model(X, y, Z, approximation)
+    out = {"library": "gpexplorer", "approximation": approximation, "N": N, "M": M,
            "log_marginal_likelihood": float(m.log_marginal_likelihood()), "jitter_used": m.jitter_used}
     if fd_check:
         out["fd_check"] = finite_difference_check(m)
     return out
 
 
-def measure_gpy(N, M, approximation, *, seed=SEED, target_seconds=1.5, min_repeats=5, max_repeats=2000):
-    """Time GPy's ``_objective_grads`` (one full objective + gradient, Z free) on the same data."""
-    X, y, Z = make_problem(N, M, seed)
+def gpy_side(X, y, Z, approximation):
+    """(side, log ML at the start): ``side(i)`` times one GPy ``_objective_grads(x)`` (ms), the
+    lengthscale and noise of x nudged by call index."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = gpy_model(X, y, Z, approximation)
         x0 = m.optimizer_array.copy()
-        names = list(m.parameter_names_flat())
-        moved = [j for j, n in enumerate(names)
-                 if n.endswith("lengthscale") or (n.endswith("variance") and "Gaussian_noise" in n)]
-        if len(moved) != 2:
-            raise RuntimeError(f"unexpected GPy parameter names {names}")
+        lml = gpy_log_marginal_likelihood(m)
+    names = list(m.parameter_names_flat())
+    moved = [j for j, n in enumerate(names)
+             if n.endswith("lengthscale") or (n.endswith("variance") and "Gaussian_noise" in n)]
+    if len(moved) != 2:
+        raise RuntimeError(f"unexpected GPy parameter names {names}")
 
-        def call(i):
-            x = x0.copy()
-            x[moved] *= _nudge(i)
+    def call(i):
+        x = x0.copy()
+        x[moved] *= _nudge(i)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             return m._objective_grads(x)
 
-        timing = time_call(call, target_seconds, min_repeats, max_repeats)
-        m.optimizer_array = x0
-        lml = gpy_log_marginal_likelihood(m)
-    return {"library": "GPy", "approximation": approximation, "N": N, "M": M, **timing,
-            "log_marginal_likelihood": lml, "jitter_used": float(m.inference_method.const_jitter)}
+    return equal_timing.local(call), lml
 
 
-def matmul_gflops(n=MATMUL_N, min_repeats=5, target_seconds=2.0):
-    """One-thread float64 n x n @ n x n rate: 2 n^3 flops over the median time."""
+def gemm_side(n=MATMUL_N):
+    """``side(i)`` times one float64 n x n @ n x n (ms): the machine-speed reference, timed in the
+    same rounds as the cells it is compared with. Rate: :func:`gemm_gflops`."""
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
     c = np.empty((n, n))
-    timing = time_call(lambda i: np.matmul(a, b, out=c), target_seconds, min_repeats, 50, warmup=1)
-    gflops = 2.0 * n**3 / (timing["median_ms"] * 1e-3) / 1e9
-    return {"n": n, "gflops": gflops, **timing}
+    return equal_timing.local(lambda i: np.matmul(a, b, out=c))
+
+
+def gemm_gflops(ms, n=MATMUL_N):
+    """GFLOP/s of one n x n @ n x n (2 n^3 flops) that took ``ms``."""
+    return 2.0 * n**3 / (ms * 1e-3) / 1e9
 
 
 # ------------------------------------------------------------------------------------------
@@ -317,71 +302,77 @@ def _gpy_lbfgsb():
     return LBFGSB
 
 
-def time_runs(build, run, target_seconds=1.5, min_repeats=3, max_repeats=50):
-    """Median wall time (s) of ``run(build())`` over repeats filling ~``target_seconds``.
-
-    ``build`` (untimed) makes a fresh model for each repeat, so every run starts from the
-    same point and follows the same deterministic path. Returns (stats, model, result) of
-    the last run.
-    """
-    times = []
-    while len(times) < min_repeats or (sum(times) < target_seconds and len(times) < max_repeats):
-        model = build()
-        gc.collect()
-        t0 = time.perf_counter()
-        result = run(model)
-        times.append(time.perf_counter() - t0)
-    stats = {"seconds": statistics.median(times), "min_seconds": min(times), "repeats": len(times)}
-    return stats, model, result
-
-
-def optimise_snelson(approximation, max_iter, with_gpy=True, target_seconds=1.5, min_repeats=3):
+def optimise_snelson(approximation, max_iter, with_gpy=True, calls=10):
     """Joint L-BFGS-B over variance, lengthscale, noise and Z from the same start in both.
 
-    Each library's whole optimisation is timed ``min_repeats`` or more times from a fresh
-    model (median reported) after an untimed warm-up evaluation.
+    Whole optimisations, each from a fresh model (built untimed), ``calls`` per library, alternating
+    one gpexplorer fit with one GPy fit (``equal_timing.alternate``), after one untimed fit each;
+    min and median reported.
     """
     ds = datasets.load("snelson")
     X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y, dtype=float)
     Z = np.linspace(X.min(), X.max(), SNELSON_M)[:, None]
-    gpexplorer_model(X, y, Z, approximation).objective_and_gradient()  # numba warm-up, untimed
     start_nlml = -float(gpexplorer_model(X, y, Z, approximation).log_marginal_likelihood())
-    stats, m, res = time_runs(lambda: gpexplorer_model(X, y, Z, approximation),
-                              lambda model: model.fit(max_iter=max_iter), target_seconds, min_repeats)
-    out = {"approximation": approximation, "max_iter": max_iter, "N": len(y), "M": SNELSON_M,
-           "start_nlml": start_nlml,
-           "gpexplorer": {**stats, "nlml": float(res.objective), "n_iter": int(res.n_iter),
-                          "n_eval": int(res.n_eval), "message": str(res.message),
-                          "params": {k: (v.ravel().tolist() if isinstance(v, np.ndarray) else v)
-                                     for k, v in m.parameters.items()}}}
+    last = {}
+
+    def fit_side(name, build, run):
+        def side(i):
+            model = build()
+            gc.collect()
+            t0 = time.perf_counter()
+            result = run(model)
+            ms = 1e3 * (time.perf_counter() - t0)
+            last[name] = (model, result)
+            return ms
+
+        return side
+
+    sides = {"gpexplorer": fit_side("gpexplorer", lambda: gpexplorer_model(X, y, Z, approximation),
+                                    lambda model: model.fit(max_iter=max_iter))}
     if with_gpy:
         LBFGSB = _gpy_lbfgsb()
 
         def gpy_run(g):
             opt = LBFGSB(max_iters=max_iter)
-            g.optimize(optimizer=opt, max_iters=max_iter, messages=False, ipython_notebook=False)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                g.optimize(optimizer=opt, max_iters=max_iter, messages=False, ipython_notebook=False)
             return opt
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            g = gpy_model(X, y, Z, approximation)
-            g._objective_grads(g.optimizer_array.copy())  # first-call overheads, untimed
-            gstats, g, opt = time_runs(lambda: gpy_model(X, y, Z, approximation), gpy_run, target_seconds,
-                                       min_repeats)
-            out["gpy"] = {**gstats, "nlml": -gpy_log_marginal_likelihood(g), "n_iter": opt.nit,
-                          "n_eval": int(opt.funct_eval), "message": str(opt.status),
-                          "params": {"variance": _scalar(g.kern.variance),
-                                     "lengthscale": _scalar(g.kern.lengthscale),
-                                     "noise_variance": _scalar(g.likelihood.variance),
-                                     "Z": np.asarray(g.Z).ravel().tolist()}}
-        gpx_s, gpy_s = stats["seconds"], gstats["seconds"]
-        out["speedup"] = gpy_s / gpx_s
-        out["speedup_per_eval"] = (gpy_s / max(out["gpy"]["n_eval"], 1)) / (gpx_s / max(res.n_eval, 1))
+        def gpy_build():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return gpy_model(X, y, Z, approximation)
+
+        sides["gpy"] = fit_side("gpy", gpy_build, gpy_run)
+    times = equal_timing.alternate(sides, calls, warmup=1)
+    m, res = last["gpexplorer"]
+    out = {"approximation": approximation, "max_iter": max_iter, "N": len(y), "M": SNELSON_M,
+           "start_nlml": start_nlml, "calls": calls,
+           "gpexplorer": {**_seconds(times["gpexplorer"]), "nlml": float(res.objective), "n_iter": int(res.n_iter),
+                          "n_eval": int(res.n_eval), "message": str(res.message),
+                          "params": {k: (v.ravel().tolist() if isinstance(v, np.ndarray) else v)
+                                     for k, v in m.parameters.items()}}}
+    if with_gpy:
+        g, opt = last["gpy"]
+        out["gpy"] = {**_seconds(times["gpy"]), "nlml": -gpy_log_marginal_likelihood(g), "n_iter": opt.nit,
+                      "n_eval": int(opt.funct_eval), "message": str(opt.status),
+                      "params": {"variance": _scalar(g.kern.variance),
+                                 "lengthscale": _scalar(g.kern.lengthscale),
+                                 "noise_variance": _scalar(g.likelihood.variance),
+                                 "Z": np.asarray(g.Z).ravel().tolist()}}
+        r = equal_timing.ratios(times, "gpy", "gpexplorer")
+        out["speedup"], out["speedup_median"] = r["min"], r["median"]
+        per_eval = (out["gpy"]["min_seconds"] / max(out["gpy"]["n_eval"], 1)) / (
+            out["gpexplorer"]["min_seconds"] / max(res.n_eval, 1))
+        out["speedup_per_eval"] = per_eval
         out["target"] = OPTIMISATION_TARGET
         out["target_met"] = bool(out["speedup"] >= OPTIMISATION_TARGET)
     return out
 
 
-# ------------------------------------------------------------------------------------------
-# peers in worker processes, interleaved with this process's gpexplorer
-#: where README.md's install commands put the peers' venvs (or $GPFLOW_PYTHON / $GPYTORCH_PYTHON)
+def _seconds(ms):
+    """min / median of whole-fit timings given in ms, in seconds, and how many."""
+    s = equal_timing.summary(ms)
+    return {"min_seconds": 1e-3 * s["min"], "seconds": 1e-3 * s["median"], "repeats": s["n"]}
+

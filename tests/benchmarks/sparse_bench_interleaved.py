@@ -1,7 +1,8 @@
-"""The interleaved side-by-side part of ``bench_sparse.py``: peer worker processes (GPflow 2.11,
-GPyTorch, gpexplorer from another checkout; ``sparse_peers.py`` is the worker), the interleaved
-rounds per cell and for the Snelson fit, the N = 10^6 runs, and the assessment against the
-issue's targets."""
+"""The side-by-side part of ``bench_sparse.py``: peer worker processes (GPflow 2.11, GPyTorch,
+gpexplorer from another checkout; ``sparse_peers.py`` is the worker), the alternating rounds per
+cell (with GPy and the GEMM reference in this process) and for the Snelson fit, all timed by
+``equal_timing`` (the same number of single calls per side), the N = 10^6 runs, and the
+assessment against the issue's targets."""
 
 from __future__ import annotations
 
@@ -19,13 +20,18 @@ import numpy as np
 
 import sparse_peers as peers
 from gpexplorer import datasets
-from sparse_bench_cells import (APPROXIMATIONS, FLOPS_PER_M2N, LENGTHSCALE, NOISE_VARIANCE, SIZES, SNELSON_M,  # noqa: F401
-                                _nudge, gpexplorer_model, make_problem)
+import equal_timing
+from sparse_bench_cells import (APPROXIMATIONS, FLOPS_PER_M2N, LENGTHSCALE, MATMUL_N, NOISE_VARIANCE, SIZES,  # noqa: F401
+                                SNELSON_M, _nudge, gemm_gflops, gemm_side, gpexplorer_model, gpexplorer_side,
+                                gpy_side, make_problem, reset_gpexplorer)
 
 PEER_PYTHONS = {"gpflow": ("GPFLOW_PYTHON", "/work/peers/gpflow211/bin/python"),
                 "gpytorch": ("GPYTORCH_PYTHON", "/work/peers/gpytorch/bin/python")}
 PEER_APPROXIMATIONS = {"gpflow": ("vfe", "fitc"), "gpytorch": ("vfe",), "baseline": ("vfe", "fitc")}
-BLOCK_SECONDS = 0.25  # timed calls per side and round: about this long
+#: timed calls per side and cell: the same for every side (equal_timing), as many as fit CELL_SECONDS of
+#: alternating rounds, within [MIN_CALLS, MAX_CALLS]; whole Snelson fits: FIT_CALLS per side
+CELL_SECONDS, MIN_CALLS, MAX_CALLS, FIT_CALLS = 6.0, 15, 400, 30
+QUICK_CELL_SECONDS, QUICK_MIN_CALLS, QUICK_MAX_CALLS, QUICK_FIT_CALLS = 0.2, 3, 20, 3
 BIG_N, BIG_M = 1_000_000, 200
 NO_REGRESSION = 1.05  # gpexplorer / baseline minimum at or below this counts as no regression
 TARGETS = {"gemm_fraction": 0.5, "fitc_2000_over_gpflow": 2.0, "snelson_fit_over_gpflow": 10.0}
@@ -58,69 +64,72 @@ def write_data(directory, name, X, y, Z):
     return str(path)
 
 
-def compare_cell(workers, N, M, approximation, rounds, directory):
-    """Interleaved rounds of objective + gradient timings (ms): this process's gpexplorer and
-    every worker that has the approximation; minimum and median per side, and each side's log
-    marginal likelihood at the start."""
+def remote_side(worker, task):
+    """``side(i)``: one call timed inside ``worker`` (ms); the pipe round trip is not counted."""
+    return lambda i: worker.ask({**task, "repeats": 1, "start": i})["times_ms"][0]
+
+
+def compare_cell(workers, N, M, approximation, directory, calls=None, budget_seconds=CELL_SECONDS,
+                 min_calls=MIN_CALLS, max_calls=MAX_CALLS, with_gpy=False, gemm=False, log=None):
+    """Objective + gradient timings (ms) of every side in alternating single calls, the same number
+    per side (``equal_timing.alternate``): this process's gpexplorer, GPy (``with_gpy``), every worker
+    that has the approximation, and with ``gemm`` the 2000 x 2000 GEMM (the machine-speed reference,
+    in the same rounds). ``calls`` per side, or as many as fit ``budget_seconds`` of rounds (within
+    [min_calls, max_calls]). Minimum and median per side, each side's log marginal likelihood at the
+    start."""
     X, y, Z = make_problem(N, M)
     data = write_data(directory, f"problem-{N}-{M}", X, y, Z)
-    m = gpexplorer_model(X, y, Z, approximation)
-
-    def local(repeats):
-        def call(i):
-            s = _nudge(i)
-            m.set_parameters({"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
-            return m.objective_and_gradient()
-
-        return peers.timed(call, repeats, warmup=0)
-
-    sides = {"gpexplorer": local}
+    side, m = gpexplorer_side(X, y, Z, approximation)
+    sides = {"gpexplorer": side}
     lml = {}
+    if with_gpy:
+        sides["gpy"], lml["gpy"] = gpy_side(X, y, Z, approximation)
     for name, w in workers.items():
         if approximation in PEER_APPROXIMATIONS[name]:
             task = {"kind": "eval", "data": data, "approximation": approximation}
-            sides[name] = lambda repeats, w=w, task=task: w.ask({**task, "repeats": repeats})["times_ms"]
             lml[name] = w.ask({**task, "repeats": 1})["log_marginal_likelihood"]  # builds, traces, warms up
-    local(2)
-    m.set_parameters({"lengthscale": LENGTHSCALE, "noise_variance": NOISE_VARIANCE})
-    lml["gpexplorer"] = float(m.log_marginal_likelihood())
-    block = {name: max(1, min(50, int(BLOCK_SECONDS / (1e-3 * min(side(1)))))) for name, side in sides.items()}
-    times = peers.interleave(sides, rounds, block)
-    return {"sides": {name: peers.summary(t) for name, t in times.items()}, "log_marginal_likelihood": lml,
-            "block": block}
+            sides[name] = remote_side(w, task)
+    if gemm:
+        sides["gemm"] = gemm_side()
+    timed = equal_timing.compare(sides, calls, budget_seconds, min_calls, max_calls, log=log)
+    lml["gpexplorer"] = float(reset_gpexplorer(m).log_marginal_likelihood())
+    out = {"sides": timed["sides"], "log_marginal_likelihood": lml, "calls": timed["calls"], "times_ms": timed["times"]}
+    if gemm:
+        out["gemm"] = {"n": MATMUL_N, "gflops": gemm_gflops(out["sides"]["gemm"]["min"]),
+                       "gflops_median": gemm_gflops(out["sides"]["gemm"]["median"])}
+    return out
 
 
-def compare_fits(workers, rounds, directory, max_iter=1000):
-    """Snelson's VFE fit to convergence, whole fits (s) in interleaved rounds."""
+def compare_fits(workers, directory, calls=FIT_CALLS, max_iter=1000, log=None):
+    """Snelson's VFE fit to convergence: whole fits (s), ``calls`` per side, one fit of each side in
+    turn (``equal_timing.alternate``), after one untimed fit each."""
     ds = datasets.load("snelson")
     X, y = np.asarray(ds.X, dtype=float), np.asarray(ds.y, dtype=float)
     Z = np.linspace(X.min(), X.max(), SNELSON_M)[:, None]
     data = write_data(directory, "snelson", X, y, Z)
     result = {}
 
-    def local(repeats):
-        times = []
-        for _ in range(repeats):
-            model = gpexplorer_model(X, y, Z, "vfe")
-            gc.collect()
-            t0 = time.perf_counter()
-            res = model.fit(max_iter=max_iter)
-            times.append(time.perf_counter() - t0)
+    def local(i):
+        model = gpexplorer_model(X, y, Z, "vfe")
+        gc.collect()
+        t0 = time.perf_counter()
+        res = model.fit(max_iter=max_iter)
+        ms = 1e3 * (time.perf_counter() - t0)
         result["gpexplorer"] = {"nlml": float(res.objective), "n_iter": int(res.n_iter), "n_eval": int(res.n_eval)}
-        return times
+        return ms
 
     def remote(name, w):
-        def side(repeats):
-            out = w.ask({"kind": "fit", "data": data, "approximation": "vfe", "max_iter": max_iter, "repeats": repeats})
+        def side(i):
+            out = w.ask({"kind": "fit", "data": data, "approximation": "vfe", "max_iter": max_iter, "repeats": 1})
             result[name] = {k: out[k] for k in ("nlml", "n_iter", "n_eval")}
-            return out["times_s"]
+            return 1e3 * out["times_s"][0]
 
         return side
 
     sides = {"gpexplorer": local, **{n: remote(n, w) for n, w in workers.items() if n in ("gpflow", "baseline")}}
-    block = {name: max(1, min(20, int(4 * BLOCK_SECONDS / min(side(1))))) for name, side in sides.items()}
-    times = peers.interleave(sides, rounds, block)
-    return {"sides": {n: {**peers.summary(t), **result[n]} for n, t in times.items()}, "block": block,
+    times = equal_timing.alternate(sides, calls, warmup=1, log=log)
+    seconds = {n: [1e-3 * t for t in ts] for n, ts in times.items()}
+    return {"sides": {n: {**equal_timing.summary(t), **result[n]} for n, t in seconds.items()}, "calls": calls,
             "N": len(y), "M": SNELSON_M, "max_iter": max_iter}
 
 
@@ -149,13 +158,14 @@ def compare_big(pythons, baseline, directory, n=BIG_N, M=BIG_M, approximation="v
 def assess(results):
     """The issue's targets, each with its measured value."""
     out = []
-    mm = results.get("matmul")
     for cell in results["cells"]:
         sides = cell.get("compare", {}).get("sides", {})
         a, N, M = cell["approximation"], cell["N"], cell["M"]
-        if mm and N == SIZES[-1][0] and "gpexplorer" in sides:
+        mm = cell.get("compare", {}).get("gemm")
+        if mm and "gpexplorer" in sides:
             rate = FLOPS_PER_M2N[a] * M * M * N / (sides["gpexplorer"]["min"] * 1e-3) / 1e9
-            out.append({"target": f"{a.upper()} N={N} M={M}: share of one-thread GEMM rate", "value": rate / mm["gflops"],
+            out.append({"target": f"{a.upper()} N={N} M={M}: share of one-thread GEMM rate ({mm['gflops']:.1f} "
+                        "GFLOP/s, same rounds)", "value": rate / mm["gflops"],
                         "threshold": TARGETS["gemm_fraction"], "met": rate / mm["gflops"] >= TARGETS["gemm_fraction"]})
         if (a, N, M) == ("fitc", 2000, 50) and "gpflow" in sides:
             v = sides["gpflow"]["min"] / sides["gpexplorer"]["min"]

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from sparse_bench_cells import *  # noqa: F401,F403  (constants named in the tables)
-from sparse_bench_interleaved import BLOCK_SECONDS
 
 
 # ------------------------------------------------------------------------------------------
@@ -42,45 +41,48 @@ def format_markdown(results):
         dirty = env.get("gpexplorer_uncommitted_changes")
         lines.append(f"gpexplorer at commit {env['git_commit']}"
                      + (f" plus uncommitted changes to {', '.join(dirty)}." if dirty else " (clean)."))
-    lines.append(f"Objective + gradient w.r.t. variance, lengthscale, noise variance and every Z; "
-                 f"median of `repeats` timings after warm-up; jitter {JITTER:g} on Kuu in both."
-                 + (" QUICK MODE." if results["quick"] else ""))
+    lines.append("Objective + gradient w.r.t. variance, lengthscale, noise variance and every Z; every side gets the "
+                 "same number of timed single calls, alternating (equal_timing), min / median ms; "
+                 f"jitter {JITTER:g} on Kuu everywhere." + (" QUICK MODE." if results["quick"] else ""))
     lines.append("")
-    lines.append("| approx | N | M | gpexplorer ms | GPy ms | speed-up | target | met | repeats gpx/GPy "
+    lines.append("| approx | N | M | gpexplorer ms | GPy ms | speed-up (min / median) | target | met | calls per side "
                  "| log ML rel. diff | FD max rel. err | FD err / max grad | F round-off | FD check |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|:---:|---:|---:|---:|---:|---:|:---:|")
     for c in results["cells"]:
-        g = c["gpexplorer"]
-        fdc = g["fd_check"]
+        fdc = c["gpexplorer"]["fd_check"]
         fd = f"{fdc['max_rel_err']:.1e} | {fdc['max_scaled_err']:.1e} | {fdc['roundoff']:.1e} | " + (
             ("ok" + (f" ({len(fdc['noise_limited'])}/{len(fdc['entries'])} noise-limited)"
                      if fdc["noise_limited"] else ""))
             if fdc["passed"] else "**FAIL**")
-        if "gpy" in c:
-            p = c["gpy"]
-            lines.append(f"| {c['approximation'].upper()} | {c['N']} | {c['M']} | {g['median_ms']:.3f} | "
-                         f"{p['median_ms']:.3f} | {c['speedup']:.2f}x | >={c['target']:g}x | {_yes(c['target_met'])} | "
-                         f"{g['repeats']}/{p['repeats']} | {c['lml_rel_diff']:.1e} | {fd} |")
+        compare = c.get("compare", {})
+        sides = compare.get("sides", {})
+        g = _min_median(sides.get("gpexplorer"))
+        if "gpy" in sides:
+            lines.append(f"| {c['approximation'].upper()} | {c['N']} | {c['M']} | {g} | {_min_median(sides['gpy'])} | "
+                         f"{c['speedup']:.2f}x / {c['speedup_median']:.2f}x | >={c['target']:g}x | "
+                         f"{_yes(c['target_met'])} | {compare.get('calls', '-')} | {c['lml_rel_diff']:.1e} | {fd} |")
         else:
-            lines.append(f"| {c['approximation'].upper()} | {c['N']} | {c['M']} | {g['median_ms']:.3f} | - | - | "
-                         f">={c['target']:g}x | - | {g['repeats']}/- | - | {fd} |")
-    if "matmul" in results:
-        mm = results["matmul"]
+            lines.append(f"| {c['approximation'].upper()} | {c['N']} | {c['M']} | {g} | - | - | "
+                         f">={c['target']:g}x | - | {compare.get('calls', '-')} | - | {fd} |")
+    if results.get("efficiency"):
         lines.append("")
         lines.append(f"### Dense-flop efficiency at N={SIZES[-1][0]}, M={SIZES[-1][1]}")
         lines.append("")
-        lines.append(f"Machine: {mm['n']}x{mm['n']} @ {mm['n']}x{mm['n']} float64 np.matmul, one thread: "
-                     f"**{mm['gflops']:.2f} GFLOP/s** (2 n^3 flops / median of {mm['repeats']}: {mm['median_ms']:.1f} ms).")
+        lines.append(f"Machine: {MATMUL_N}x{MATMUL_N} @ {MATMUL_N}x{MATMUL_N} float64 np.matmul, one thread, timed as one "
+                     "more side in the same alternating rounds as the cell (min against min; medians in brackets).")
         lines.append("Flops counted: only the dominant O(M^2 N) dense work; "
                      + "; ".join(f"{a.upper()} ~ {f}" for a, f in FLOP_FORMULA.items()) + ".")
         lines.append("")
-        lines.append("| approx | GFLOP counted | gpexplorer GFLOP/s | gpexplorer % of matmul | GPy GFLOP/s | GPy % of matmul |")
-        lines.append("|---|---:|---:|---:|---:|---:|")
+        lines.append("| approx | GFLOP counted | GEMM GFLOP/s | gpexplorer GFLOP/s | gpexplorer % of GEMM | GPy GFLOP/s "
+                     "| GPy % of GEMM |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|")
         for e in results["efficiency"]:
-            g, p = e.get("gpexplorer"), e.get("gpy")
-            gpy_cols = f"{p['gflops']:.2f} | {100 * p['fraction_of_matmul']:.1f}%" if p else "- | -"
-            lines.append(f"| {e['approximation'].upper()} | {e['gflop']:.2f} | {g['gflops']:.2f} | "
-                         f"{100 * g['fraction_of_matmul']:.1f}% | {gpy_cols} |")
+            g, p, mm = e.get("gpexplorer"), e.get("gpy"), e["gemm"]
+            gpy_cols = (f"{p['gflops']:.2f} | {100 * p['fraction_of_matmul']:.1f}% "
+                        f"({100 * p['fraction_of_matmul_median']:.1f}%)") if p else "- | -"
+            lines.append(f"| {e['approximation'].upper()} | {e['gflop']:.2f} | {mm['gflops']:.1f} "
+                         f"({mm['gflops_median']:.1f}) | {g['gflops']:.2f} | {100 * g['fraction_of_matmul']:.1f}% "
+                         f"({100 * g['fraction_of_matmul_median']:.1f}%) | {gpy_cols} |")
     if results.get("optimisation"):
         lines.append("")
         lines.append(f"### Joint optimisation on Snelson (N=200, M={SNELSON_M}; variance, lengthscale, noise, Z)")
@@ -88,23 +90,26 @@ def format_markdown(results):
         lines.append("Start: variance 1, lengthscale 0.5, noise 0.09, Z evenly spaced over the data. "
                      "gpexplorer `fit(max_iter)` (L-BFGS-B, log-parameters) vs GPy `optimize('lbfgsb', max_iters)` "
                      "(L-BFGS-B, softplus-parameters; GPy also caps function evaluations at max_iters). "
-                     "NLML = -log marginal likelihood (VFE: -bound) at the end. Wall time: median over repeated "
-                     "whole optimisations, each from a fresh model.")
+                     "NLML = -log marginal likelihood (VFE: -bound) at the end. Wall time: min / median over "
+                     "whole optimisations, each from a fresh model, the same number per library, alternating; "
+                     "speed-up: min over min.")
         lines.append("")
         lines.append("| approx | run | gpexplorer s | GPy s | speed-up | target | met | per-eval speed-up "
-                     "| gpexplorer NLML | GPy NLML | gpexplorer iters/evals | GPy iters/evals | repeats gpx/GPy |")
+                     "| gpexplorer NLML | GPy NLML | gpexplorer iters/evals | GPy iters/evals | fits per side |")
         lines.append("|---|---|---:|---:|---:|---:|:---:|---:|---:|---:|---:|---:|---:|")
         for o in results["optimisation"]:
             g, p = o["gpexplorer"], o.get("gpy")
             if p:
-                lines.append(f"| {o['approximation'].upper()} | {o['label']} (max {o['max_iter']}) | {g['seconds']:.3f} | "
-                             f"{p['seconds']:.3f} | {o['speedup']:.1f}x | >={o['target']:g}x | {_yes(o['target_met'])} | "
+                lines.append(f"| {o['approximation'].upper()} | {o['label']} (max {o['max_iter']}) | "
+                             f"{g['min_seconds']:.4f} / {g['seconds']:.4f} | {p['min_seconds']:.4f} / {p['seconds']:.4f} | "
+                             f"{o['speedup']:.1f}x | >={o['target']:g}x | {_yes(o['target_met'])} | "
                              f"{o['speedup_per_eval']:.1f}x | {g['nlml']:.4f} | {p['nlml']:.4f} | "
-                             f"{g['n_iter']}/{g['n_eval']} | {p['n_iter']}/{p['n_eval']} | {g['repeats']}/{p['repeats']} |")
+                             f"{g['n_iter']}/{g['n_eval']} | {p['n_iter']}/{p['n_eval']} | {g['repeats']} |")
             else:
-                lines.append(f"| {o['approximation'].upper()} | {o['label']} (max {o['max_iter']}) | {g['seconds']:.3f} | - | - | "
+                lines.append(f"| {o['approximation'].upper()} | {o['label']} (max {o['max_iter']}) | "
+                             f"{g['min_seconds']:.4f} / {g['seconds']:.4f} | - | - | "
                              f">={OPTIMISATION_TARGET:g}x | - | - | {g['nlml']:.4f} | - | {g['n_iter']}/{g['n_eval']} | - | "
-                             f"{g['repeats']}/- |")
+                             f"{g['repeats']} |")
     lines += format_comparison(results)
     lines.append("")
     lines.append(f"FD: Richardson-extrapolated central differences (steps {FD_STEP:g}, {2 * FD_STEP:g}; log space "
@@ -118,6 +123,10 @@ def format_markdown(results):
         lines.append("")
         lines.append("**Correctness failures:** " + "; ".join(results["failures"]))
     return "\n".join(lines)
+
+
+def _min_median(side):
+    return f"{side['min']:.3f} / {side['median']:.3f}" if side else "-"
 
 
 def _jsonable(obj):
@@ -141,21 +150,24 @@ def format_comparison(results):
         info = results.get("workers", {})
         label = {"gpexplorer": "gpexplorer", "baseline": "pre-move", "gpflow": f"GPflow {info.get('gpflow', '')}".strip(),
                  "gpytorch": f"GPyTorch {info.get('gpytorch', '')}".strip()}
-        lines += ["", f"### Interleaved rounds (min / median ms over {results.get('rounds')} rounds of ~"
-                  f"{BLOCK_SECONDS:g} s blocks per side)", "",
-                  "| approx | N | M | " + " | ".join(label[n] for n in names) + " | speed-up over GPflow (min) "
-                  "| log ML rel. diff vs GPflow |",
-                  "|---|---:|---:|" + "---:|" * len(names) + "---:|---:|"]
+        lines += ["", "### Against the workers: alternating single calls, the same number per side (min / median ms)",
+                  "",
+                  "| approx | N | M | calls per side | " + " | ".join(label[n] for n in names)
+                  + " | speed-up over GPflow (min / median) | log ML rel. diff vs GPflow |",
+                  "|---|---:|---:|---:|" + "---:|" * len(names) + "---:|---:|"]
         for c in results["cells"]:
             sides, lml = c.get("compare", {}).get("sides", {}), c.get("compare", {}).get("log_marginal_likelihood", {})
             cols = [f"{sides[n]['min']:.3f} / {sides[n]['median']:.3f}" if n in sides else "-" for n in names]
-            su = f"{sides['gpflow']['min'] / sides['gpexplorer']['min']:.2f}x" if "gpflow" in sides else "-"
+            su = (f"{sides['gpflow']['min'] / sides['gpexplorer']['min']:.2f}x / "
+                  f"{sides['gpflow']['median'] / sides['gpexplorer']['median']:.2f}x" if "gpflow" in sides else "-")
             diff = (f"{abs(lml['gpflow'] - lml['gpexplorer']) / abs(lml['gpexplorer']):.1e}" if "gpflow" in lml else "-")
-            lines.append(f"| {c['approximation'].upper()} | {c['N']} | {c['M']} | " + " | ".join(cols) + f" | {su} | {diff} |")
+            lines.append(f"| {c['approximation'].upper()} | {c['N']} | {c['M']} | {c.get('compare', {}).get('calls', '-')} | "
+                         + " | ".join(cols) + f" | {su} | {diff} |")
     fits = results.get("fits")
     if fits:
         lines += ["", f"### Snelson VFE fit to convergence (N={fits['N']}, M={fits['M']}, max {fits['max_iter']} "
-                  "iterations; whole fits, s, min / median)", "", "| side | min | median | fits | NLML | iters/evals |",
+                  "iterations; whole fits, s, min / median, the same number per side, alternating)", "",
+                  "| side | min | median | fits | NLML | iters/evals |",
                   "|---|---:|---:|---:|---:|---:|"]
         for n, v in fits["sides"].items():
             lines.append(f"| {n} | {v['min']:.4f} | {v['median']:.4f} | {v['n']} | {v['nlml']:.6f} | "

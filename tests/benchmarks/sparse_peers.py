@@ -5,19 +5,20 @@
 
 LIBRARY is ``gpexplorer`` (this repository, or whatever ``PYTHONPATH`` puts first: the
 pre-move worktree for the A/B comparison), ``gpflow`` (GPflow 2.11 in its own venv, which
-needs numpy < 2) or ``gpytorch``. The worker stays up, so the parent can interleave short
-timing blocks of every side (A/B/C rounds, minimum over all of them). Each task names its
+needs numpy < 2) or ``gpytorch``. The worker stays up, so the parent can alternate single timed
+calls of every side (``equal_timing.alternate``: the same number of calls per side). Each task names its
 ``kind`` and the data file (an ``.npz`` with X, y, Z written by the parent, so every library
 sees the same bytes); each answer is one line ``@@RESULT@@{json}`` on stdout:
 
 * ``info``: versions, and the BLAS the process loaded (threadpoolctl, where installed).
 * ``eval``: objective + gradient w.r.t. variance, lengthscale, noise and every inducing input,
-  ``repeats`` timings (ms) after warm-up (the first call of a model, numba compilation or
-  tf.function tracing included, is never timed); the log marginal likelihood (or bound) at the
+  ``repeats`` (default 1) single-call timings (ms), call indices from ``start`` (the parent's round
+  index, which nudges the parameters), after warm-up (the first call of a model, numba compilation
+  or tf.function tracing included, is never timed); the log marginal likelihood (or bound) at the
   start parameters is returned for comparison.
 * ``fit``: Snelson's fit with L-BFGS-B to convergence (GPflow: its ``Scipy`` optimiser,
-  ``compile=True``, the compiled loss reused across fits), ``repeats`` wall times (s) of whole
-  fits from the same start, after one untimed fit.
+  ``compile=True``, the compiled loss reused across fits), ``repeats`` (default 1) wall times (s)
+  of whole fits from the same start, after one untimed fit.
 * ``big``: one objective + gradient at N = 10^6, run in a fresh worker: the time of the first
   call, the minimum of ``repeats`` more, and the peak resident memory of the process
   (``VmHWM``) after loading the data and at the end, MB.
@@ -41,13 +42,15 @@ if "numpy" not in sys.modules and "numba" not in sys.modules:
 
 import gc  # noqa: E402
 import json  # noqa: E402
-import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # equal_timing, beside this file
+import equal_timing  # noqa: E402
 
 VARIANCE, LENGTHSCALE, NOISE_VARIANCE, JITTER = 1.0, 0.5, 0.09, 1e-6
 
@@ -259,7 +262,7 @@ class Worker:
                     call(-1 - i)
                 self.evaluators[key] = (call, lml)
             call, lml = self.evaluators[key]
-            out["times_ms"] = timed(call, task.get("repeats", 5), warmup=0)
+            out["times_ms"] = timed(call, task.get("repeats", 1), start=task.get("start", 0))
             out["log_marginal_likelihood"] = lml()
         elif kind == "fit":
             X, y, Z = self.data(task["data"])
@@ -268,13 +271,13 @@ class Worker:
             if key not in self.evaluators:
                 self.lib.fit(X, y, Z, approximation, max_iter)  # untimed: compilation, tracing
                 self.evaluators[key] = True
-            times = []
-            for _ in range(task.get("repeats", 3)):
-                gc.collect()
-                t0 = time.perf_counter()
-                result = self.lib.fit(X, y, Z, approximation, max_iter)
-                times.append(time.perf_counter() - t0)
-            out.update(result, times_s=times)
+            result = {}
+
+            def fit(i):
+                result.update(self.lib.fit(X, y, Z, approximation, max_iter))
+
+            out["times_s"] = [1e-3 * ms for ms in timed(fit, task.get("repeats", 1))]
+            out.update(result)
         elif kind == "big":
             X, y, Z = self.data(task["data"])
             out["rss_data_mb"] = peak_rss_mb()
@@ -294,20 +297,23 @@ class Worker:
         return out
 
 
-def timed(fn, repeats, warmup=2):
-    """Wall times (ms) of ``fn(i)`` over ``repeats`` calls, garbage collector paused."""
-    for i in range(warmup):
-        fn(-1 - i)
-    gc.collect()
-    gc.disable()
+def timed(fn, repeats=1, start=0):
+    """Wall times (ms) of ``repeats`` single calls ``fn(start)``, ``fn(start + 1)``, ... timed one by
+    one in this worker by ``equal_timing.local`` (the benchmarks' one timing helper). The parent asks
+    for one call at a time (``repeats`` 1, ``start`` its round index), alternating with its other
+    sides; the garbage collector is paused during the call and run, untimed, before every 25th."""
+    side = equal_timing.local(fn)
     times = []
-    try:
-        for i in range(repeats):
-            t0 = time.perf_counter()
-            fn(i)
-            times.append(1e3 * (time.perf_counter() - t0))
-    finally:
-        gc.enable()
+    for i in range(start, start + repeats):
+        if i % 25 == 0:
+            gc.collect()
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            times.append(side(i))
+        finally:
+            if enabled:
+                gc.enable()
     return times
 
 
@@ -351,22 +357,6 @@ class PeerProcess:
                 self.proc.kill()
         self.log.close()
         os.unlink(self.log.name)
-
-
-def summary(times):
-    """min / median of a list of timings (same unit), and how many."""
-    return {"min": min(times), "median": statistics.median(times), "n": len(times)}
-
-
-def interleave(sides, rounds, block):
-    """A/B/C... rounds: in each round every side runs ``block[name]`` timed repeats (a callable
-    ``sides[name](repeats) -> list of times``), in a rotating order; all times per side."""
-    names = list(sides)
-    times = {n: [] for n in names}
-    for r in range(rounds):
-        for n in names[r % len(names):] + names[:r % len(names)]:
-            times[n] += sides[n](block[n])
-    return times
 
 
 def big_run(python, library, data, approximation, repeats=2, pythonpath=None):
