@@ -27,6 +27,7 @@ from gpexplorer.kernels import _loops as kl
 from gpexplorer.sparse import _core as core
 from gpexplorer.sparse import objectives
 from gpexplorer.sparse.fused import FUSED_OBJECTIVES
+from gpexplorer.workspace import Workspace
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "gpexplorer"
 JITTER = 1e-6
@@ -158,7 +159,7 @@ def _same(a, b):
 @pytest.mark.parametrize("approximation", ["sor", "dtc", "vfe", "fitc"])
 def test_workspace_gives_the_same_result_and_keeps_its_arrays(approximation):
     Kuu, Kuf, kdiag, y = _matrices()
-    ws = objectives.Workspace()
+    ws = Workspace()
     fresh = objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, approximation, grad=True)
     first = objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, approximation, grad=True, workspace=ws)
     arrays = {k: id(v) for k, v in ws._arrays.items() if k != "last"}
@@ -173,7 +174,7 @@ def test_workspace_gives_the_same_result_and_keeps_its_arrays(approximation):
 
 def test_results_never_alias_the_workspace():
     Kuu, Kuf, kdiag, y = _matrices()
-    ws = objectives.Workspace()
+    ws = Workspace()
     r, post = objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, "fitc", grad=True, workspace=ws)
     kept = copy.deepcopy((r.dKuu, r.dKuf, r.dKdiag, r.extras["g"], post.L, post.LB, post.weights))
     for a in (v for v in ws._arrays.values() if isinstance(v, np.ndarray)):
@@ -183,7 +184,7 @@ def test_results_never_alias_the_workspace():
 
 
 def test_workspace_follows_shape_changes_and_can_be_cleared():
-    ws = objectives.Workspace()
+    ws = Workspace()
     small = _matrices(N=300, M=5)
     large = _matrices(N=N_LARGE, M=M_LARGE)
     objectives.collapsed_objective(*small, 0.1, JITTER, "vfe", grad=True, workspace=ws)
@@ -199,7 +200,7 @@ def test_workspace_follows_shape_changes_and_can_be_cleared():
 def test_a_busy_workspace_is_not_shared():
     """A second thread finding the workspace in use computes with its own arrays."""
     Kuu, Kuf, kdiag, y = _matrices()
-    ws = objectives.Workspace()
+    ws = Workspace()
     objectives.collapsed_objective(Kuu, Kuf, kdiag, y, 0.1, JITTER, "fitc", grad=True, workspace=ws)
     for a in (v for v in ws._arrays.values() if isinstance(v, np.ndarray)):
         a.fill(7.0)
@@ -217,7 +218,7 @@ def test_threads_sharing_a_workspace_get_correct_results():
     X, y, Z = problem()
     k = kernel("se", 1)
     kind, variance, ls, alpha = k.fused_arguments(1)
-    ws = objectives.Workspace()
+    ws = Workspace()
     expected = objectives.fused_stationary_objective(kind, X, y, Z, variance, ls, alpha, 0.1, jitter=JITTER,
                                                      approximation="fitc")
     out, errors = [], []
@@ -246,7 +247,7 @@ def test_fused_path_with_workspace_equals_without():
     m = models.SparseGPR(X, y, kernel("matern32", 1), Z=Z, approximation="vfe", noise_variance=0.1)
     fused = FUSED_OBJECTIVES.find(type(m.inducing), type(m.kernel))
     args = (m.inducing, m.kernel, m.X, m.y, m.noise_variance, m.jitter, m.approximation)
-    ws = objectives.Workspace()
+    ws = Workspace()
     a = fused(*args)
     b = fused(*args, workspace=ws)
     c = fused(*args, workspace=ws)
@@ -256,7 +257,7 @@ def test_fused_path_with_workspace_equals_without():
 
 
 def test_a_deep_copy_gets_its_own_empty_workspace():
-    ws = objectives.Workspace()
+    ws = Workspace()
     objectives.collapsed_objective(*_matrices(), 0.1, JITTER, "vfe", workspace=ws)
     other = copy.deepcopy(ws)
     assert other is not ws and other.nbytes == 0 and ws.nbytes > 0

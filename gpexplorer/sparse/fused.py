@@ -19,7 +19,7 @@ FUSED_OBJECTIVES = Dispatcher("fused objective", """fused(feature, kernel, X, y,
 workspace=None) -> (F, kernel gradients, feature gradients, terms, jitter used), or None when this
 feature's parameters fall outside the fused path (the model then takes the generic one).
 
-``workspace``: the model's :class:`gpexplorer.sparse.objectives.Workspace` (arrays reused
+``workspace``: the model's :class:`gpexplorer.workspace.Workspace` (arrays reused
 between evaluations), or None.""")
 
 

@@ -31,7 +31,6 @@ import numpy as np
 
 from gpexplorer.kernels import _loops as kernel_loops
 from gpexplorer.sparse import _core as core
-from gpexplorer.workspace import Workspace  # noqa: F401  (re-exported: models import it from here)
 from gpexplorer.workspace import array as _array, borrow as _borrow, give_back as _give_back
 from gpexplorer.linalg import (
     CholeskyError,
@@ -162,7 +161,7 @@ def collapsed_objective(Kuu, Kuf, kdiag, y, noise, jitter, approximation, *, gra
 
     Returns (ObjectiveResult, SparsePosterior). ``extras["g"]`` holds diag(G) (FITC's
     heteroscedastic noise plus s2). Jitter escalates on a failed Cholesky (see linalg).
-    ``workspace``: a :class:`Workspace` whose arrays the evaluation may reuse.
+    ``workspace``: a :class:`gpexplorer.workspace.Workspace` whose arrays the evaluation may reuse.
     """
     if approximation not in APPROXIMATIONS:
         raise ValueError(f"approximation must be one of {APPROXIMATIONS}; got {approximation!r}")
@@ -199,7 +198,7 @@ def fused_stationary_objective(kind, X, y, Z, variance, lengthscale, alpha, nois
     Returns a :class:`FusedObjective` (F, terms, d_variance, d_lengthscale[D], d_alpha, d_noise, dZ,
     jitter_used).
     Where K(Z, X) is large it is computed first, with numpy's SIMD exp (kernels._loops.kernel_matrix).
-    ``workspace``: a :class:`Workspace` whose arrays the evaluation may reuse.
+    ``workspace``: a :class:`gpexplorer.workspace.Workspace` whose arrays the evaluation may reuse.
     """
     code = _APPROX_CODES[approximation]
     kern = kernel_loops.stationary_params(kind, variance, lengthscale, alpha)

@@ -24,6 +24,7 @@ from gpexplorer.optimize import Packer, fit, lbfgsb
 from gpexplorer.parameters import NOISE, KernelAndNoise, sum_gradients as _sum_dicts
 from gpexplorer.sparse import objectives as sparse
 from gpexplorer.sparse.fused import FUSED_OBJECTIVES
+from gpexplorer.workspace import Workspace
 
 
 class _GPRBase(KernelAndNoise):
@@ -89,7 +90,7 @@ class _GPRBase(KernelAndNoise):
         new.kernel = self.kernel.copy()
         if hasattr(self, "inducing"):
             new.inducing = self.inducing.copy()
-            new.workspace = sparse.Workspace()  # a copy evaluated on another thread must not wait
+            new.workspace = Workspace()  # a copy evaluated on another thread must not wait
         new.fit_result = None
         return new
 
@@ -159,7 +160,7 @@ class SparseGPR(_GPRBase):
             Z = initial_inducing_inputs(self.X, M, z_init, validation.seed(seed))
         self.inducing = as_feature(Z, self.X.shape[1])
         validation.inducing_count(len(self.inducing), N, "Z")
-        self.workspace = sparse.Workspace()  # [M, N] work arrays reused between evaluations
+        self.workspace = Workspace()  # [M, N] work arrays reused between evaluations
         clash = set(self.inducing.param_names) & (set(self.kernel.param_names) | {NOISE})
         if clash:
             raise ValueError(f"the inducing feature's parameter(s) {sorted(clash)} clash with the kernel's or the noise")

@@ -1,7 +1,7 @@
 """Page text rendered by Bokeh ``Div`` models instead of Panel's HTML/Markdown panes, and the
-HTML snippets every lab shows (job status, upload verdict, the tables' style), and the one
-number formatter every lab's readouts use (:func:`format_number`, from ``gpexplorer.formatting``,
-which the inference code's badges use too).
+HTML snippets every lab shows (job status, upload verdict, the tables' style). The number
+formatter every lab's readouts use is :func:`gpexplorer.formatting.format_number` (the inference
+code's badges use it too).
 
 Any Panel HTML model in a page makes Panel ship bokeh-mathjax (1.7 MB) in case it holds TeX
 (``panel.io.resources._panel_use_mathjax``); a Bokeh ``Div`` does not, and parsing that bundle
@@ -15,9 +15,8 @@ import html
 import panel as pn
 from bokeh.models import Div
 
-from gpexplorer.formatting import format_correlation, format_number
 
-__all__ = ["STYLE", "format_number", "format_correlation", "status_html", "upload_html", "TextBlock", "card_header",
+__all__ = ["STYLE", "status_html", "upload_html", "TextBlock", "card_header",
            "LightBootstrapTemplate"]
 
 #: styles of the readout tables, badges and error boxes (``gpx-table``, ``gpx-badge``, ``gpx-error``)

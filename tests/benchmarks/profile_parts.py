@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 from gpexplorer.kernels import _loops as kl  # noqa: E402
 from gpexplorer.sparse import _core as core  # noqa: E402
 from gpexplorer.sparse import objectives  # noqa: E402
+from gpexplorer.workspace import Workspace  # noqa: E402
 
 
 def best_of(fn, seconds=1.0):
@@ -70,7 +71,7 @@ def main():
                 kl.stationary_contract(tuple(kern), Zs, Xs, Kuf, (grads.dKuf, grads.a, grads.b), False)
 
             t_c = best_of(contraction, seconds)
-            ws = objectives.Workspace()
+            ws = Workspace()
             def fused(approximation=name.lower()):
                 return objectives.fused_stationary_objective(kl.SE, X, y, Z, 1.0, ls, 1.0, 0.09, jitter=1e-6,
                                                              approximation=approximation, workspace=ws)

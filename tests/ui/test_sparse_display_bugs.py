@@ -184,7 +184,7 @@ def test_replay_moves_the_triangles_with_the_reference_fit(lab):
 @pytest.mark.parametrize("value, text", [(8.67e-05, "8.67e-05"), (5.3e133, "5.30e+133"), (-51.826, "-51.83"),
                                          (0.7, "0.700"), (0.0, "0"), (float("nan"), "n/a"), (None, "n/a")])
 def test_format_number_by_magnitude(value, text):
-    from gpexplorer.ui.markup import format_number
+    from gpexplorer.formatting import format_number
 
     assert format_number(value) == text
 
@@ -268,7 +268,7 @@ def test_fit_outcome_says_whether_the_fit_converged():
 
 
 def test_a_fit_stopped_by_its_budget_gets_a_badge_and_continues(lab):
-    from gpexplorer.ui.markup import format_number
+    from gpexplorer.formatting import format_number
 
     lab.settings.max_iter = 5
     lab.start_fit()

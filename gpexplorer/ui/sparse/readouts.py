@@ -12,7 +12,8 @@ import html
 import numpy as np
 
 from gpexplorer.sparse.comparison import LABELS
-from gpexplorer.ui.markup import STYLE, format_number
+from gpexplorer.formatting import format_number
+from gpexplorer.ui.markup import STYLE
 
 BADGE_TITLES = {"noise-collapse": "Noise collapse", "clumping": "Clumped inducing inputs",
                 "ill-conditioned": "Ill-conditioned Kuu", "near-duplicate": "Near-duplicate features",
@@ -22,7 +23,7 @@ BADGE_TITLES = {"noise-collapse": "Noise collapse", "clumping": "Clumped inducin
 
 
 def _cell(v, missing="n/a"):
-    """A number of a readout, formatted by magnitude (``markup.format_number``)."""
+    """A number of a readout, formatted by magnitude (``gpexplorer.formatting.format_number``)."""
     return missing if v is None or not np.isfinite(v) else format_number(v)
 
 
