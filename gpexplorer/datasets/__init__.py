@@ -19,6 +19,7 @@ Registry (``DATASETS``; use ``load(name, **kwargs)``):
   811 bins of 50 days by default, or ``n_bins`` over a ``span`` of years).
 * ``"breast_cancer"`` -- Wisconsin diagnostic, 569 x 30, y = 1 benign (the SAVIGP paper's stand-in).
 * ``"boston"``, ``"abalone"``, ``"mnist5k"`` -- the SAVIGP sweeps' tables and MNIST subset.
+* ``"toy_binary"``, ``"toy_gaussian"`` -- the black-box lab's seeded 1-D toys (labels, regression).
 
 User data enter through :func:`from_arrays` and :func:`from_csv`; both raise ``ValueError``
 with a message meant to be shown to the person who supplied the data.
@@ -29,7 +30,8 @@ from gpexplorer.datasets.bundled import DATASETS, load, mcycle, snelson, snelson
 from gpexplorer.datasets.csv_files import from_csv
 from gpexplorer.datasets.tables import abalone, boston, breast_cancer, coal_mining, mnist5k
 from gpexplorer.datasets.toy_inversion import ToyData, toy_inversion
+from gpexplorer.datasets.toys import toy_binary, toy_gaussian
 
 __all__ = ["Dataset", "DATASETS", "load", "from_arrays", "from_csv", "assets_dir", "data_file",
            "snelson", "snelson100", "mcycle", "synthetic1d", "thesis4d", "usps_3vs5", "toy_inversion", "ToyData",
-           "coal_mining", "breast_cancer", "boston", "abalone", "mnist5k"]
+           "coal_mining", "breast_cancer", "boston", "abalone", "mnist5k", "toy_binary", "toy_gaussian"]

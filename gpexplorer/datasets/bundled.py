@@ -13,6 +13,7 @@ from gpexplorer.datasets.arrays import Dataset, data_file
 from gpexplorer.datasets.csv_files import from_csv
 from gpexplorer.datasets.tables import abalone, boston, breast_cancer, coal_mining, mnist5k
 from gpexplorer.datasets.toy_inversion import toy_inversion
+from gpexplorer.datasets.toys import toy_binary, toy_gaussian
 
 # --------------------------------------------------------------------------------------------
 # Registry entries
@@ -201,6 +202,8 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "boston": boston,
     "abalone": abalone,
     "mnist5k": mnist5k,
+    "toy_binary": toy_binary,
+    "toy_gaussian": toy_gaussian,
 }
 
 

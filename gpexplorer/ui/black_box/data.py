@@ -1,7 +1,7 @@
 """The black-box lab's data sets: coal-mining counts, breast cancer, two 1-D toys, an uploaded CSV.
 
-The bundled files are read by their :mod:`gpexplorer.datasets` entries (``coal_mining``,
-``breast_cancer``); this module splits, standardises and describes them for the page. Nothing
+The data come from their :mod:`gpexplorer.datasets` entries (``coal_mining``, ``breast_cancer``,
+``toy_binary``, ``toy_gaussian``); this module splits, standardises and describes them for the page. Nothing
 here touches Bokeh or runs inference.
 
 Every loader returns a :class:`gpexplorer.variational.comparison.Problem`: training and test
@@ -66,30 +66,22 @@ def cancer(n_train, seed):
 
 
 def toy_binary(n_train, seed):
-    """1-D classification: x ~ U(-3, 3), f(x) = 2.5 sin(1.5 x), y ~ Bernoulli(sigmoid f)."""
-    rng = np.random.default_rng((int(seed), 0x70B1))
-    f_of = lambda x: 2.5 * np.sin(1.5 * x)  # noqa: E731
-    X = rng.uniform(-3.0, 3.0, (int(n_train), 1))
-    X_test = rng.uniform(-3.0, 3.0, (500, 1))
-    draw = lambda x: (rng.uniform(size=(len(x), 1)) < 1.0 / (1.0 + np.exp(-f_of(x)))).astype(float)  # noqa: E731
+    """The ``toy_binary`` data set: x ~ U(-3, 3), y ~ Bernoulli(sigmoid(2.5 sin 1.5x))."""
+    ds = datasets.toy_binary(int(n_train), seed)
     grid = np.linspace(-3.2, 3.2, GRID_POINTS)
     note = (f"1-D binary toy: {n_train} points, x ~ U(-3, 3), y ~ Bernoulli(sigmoid(2.5 sin 1.5x)); "
             "500 test points from the same distribution.")
-    return Problem("toy_binary", X, draw(X), X_test, draw(X_test), "binary", "bernoulli_logit", note, grid=grid,
-                   extra={"f_true": f_of(grid)})
+    return Problem("toy_binary", ds.X, ds.y[:, None], ds.X_test, ds.y_test[:, None], "binary", "bernoulli_logit",
+                   note, grid=grid, extra={"f_true": ds.meta["f"](grid)})
 
 
 def toy_gaussian(n_train, seed):
-    """1-D regression: y = sin(3x) + 0.3 cos(7x) + N(0, 0.2^2) on x in (0, 6)."""
-    rng = np.random.default_rng((int(seed), 0x7061))
-    f_of = lambda x: np.sin(3 * x) + 0.3 * np.cos(7 * x)  # noqa: E731
-    X = rng.uniform(0.0, 6.0, (int(n_train), 1))
-    X_test = np.linspace(0.0, 6.0, 300)[:, None]
+    """The ``toy_gaussian`` data set: y = sin(3x) + 0.3 cos(7x) + N(0, 0.2^2) on x in (0, 6)."""
+    ds = datasets.toy_gaussian(int(n_train), seed)
     grid = np.linspace(-0.2, 6.2, GRID_POINTS)
     note = f"1-D Gaussian toy: {n_train} points, y = sin 3x + 0.3 cos 7x + N(0, 0.2^2); 300 test points."
-    return Problem("toy_gaussian", X, f_of(X) + 0.2 * rng.standard_normal(X.shape), X_test,
-                   f_of(X_test) + 0.2 * rng.standard_normal(X_test.shape), "real", "gaussian", note, grid=grid,
-                   lengthscale=0.5, extra={"f_true": f_of(grid)})
+    return Problem("toy_gaussian", ds.X, ds.y[:, None], ds.X_test, ds.y_test[:, None], "real", "gaussian", note,
+                   grid=grid, lengthscale=0.5, extra={"f_true": ds.meta["f"](grid)})
 
 
 def parse_upload(contents, filename="upload.csv"):
