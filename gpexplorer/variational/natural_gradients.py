@@ -30,7 +30,7 @@ family (its Fisher metric has no closed form, and SAVIGP's entropy for K > 1 is 
 eq. 19), so no natural parameterisation gives these steps; those fits use L-BFGS-B or Adam.
 
 The fit (:func:`run`): L-BFGS-B over every free parameter but q (the optimiser core's joint
-strategy on the remaining entries); at each of its evaluations q(u) is first brought to its
+strategy, :func:`gpexplorer.optimize.lbfgsb`, on the remaining entries); at each of its evaluations q(u) is first brought to its
 optimum for those values by natural-gradient steps (step 1 first, halved until the ELBO does not
 fall, doubled back after a success), warm-started from the previous evaluation's q. At a q that
 maximises the ELBO the partial gradient in the other parameters is the total one (the envelope
@@ -46,7 +46,7 @@ import numpy as np
 from scipy import linalg as sla
 
 from gpexplorer.linalg import CholeskyError
-from gpexplorer.optimize import FAILED_OBJECTIVE
+from gpexplorer.optimize import FAILED_OBJECTIVE, lbfgsb
 from gpexplorer.variational import estimators
 from gpexplorer.variational.elbo import MIN_VARIANCE, marginal_moments
 
@@ -182,64 +182,56 @@ class QUpdater:
 
 def run(model, ev, rec, x0, max_iter, tol, details):
     """Maximise the ELBO from ``x0`` (the packed vector of ``ev.packer``, q(u) included): L-BFGS-B
-    over the entries other than q, q brought to its optimum by :class:`QUpdater` at each
-    evaluation (module docstring). ``ev``/``rec``: the fit's evaluator and trace recorder
-    (:mod:`gpexplorer.variational.fitting`). Returns (x at the best point, iterations, message)."""
-    from scipy.optimize import minimize
-
+    (:func:`gpexplorer.optimize.lbfgsb`) over the entries other than q, q brought to its optimum
+    by :class:`QUpdater` at each evaluation (module docstring). ``ev``/``rec``: the fit's
+    evaluator and trace recorder (:mod:`gpexplorer.variational.fitting`); a callback's stop
+    raises the recorder's exception. Returns (x at the best point, iterations, message)."""
     reason = supports(model)
     if reason is not None:
         raise ValueError(reason)
     packer = ev.packer
     if "posterior" not in packer.names:
         raise ValueError("natural gradients move q(u); it cannot be fixed (fixed=('posterior',))")
-    start = 0
-    for name in packer.names:
-        if name == "posterior":
-            post = np.arange(start, start + packer.sizes[name])
-        start += packer.sizes[name]
+    offsets = np.cumsum([0] + [packer.sizes[n] for n in packer.names])
+    at = packer.names.index("posterior")
+    post = np.arange(offsets[at], offsets[at + 1])
     rest = np.setdiff1d(np.arange(x0.size), post)
     updater = QUpdater(model, lambda: _elbo_value(model))
-    x = x0.copy()
-    ev.assign(x)
-    updater.optimise()
-    x[post] = model.posterior.free
-    F, _, terms = ev.at(x)
-    rec.record(x, F, terms)
-    full_of = {}
+    latest = {"q": x0[post].copy()}  # each evaluation starts from the last good q
+    optimised = {}  # the rest's bytes -> the full vector with q at its optimum there
 
-    def full_x(xb):
-        full = x.copy()
-        full[rest] = xb
+    def with_optimal_q(full):
+        full = full.copy()
+        full[post] = latest["q"]
         ev.assign(full)
         updater.optimise()
         full[post] = model.posterior.free
+        optimised[full[rest].tobytes()] = full
         return full
 
-    def fun(xb):
-        full = full_x(xb)
-        full_of[xb.tobytes()] = full
+    def fun(full):
+        full = with_optimal_q(full)
         F, g, _ = ev.at(full)
         if F < FAILED_OBJECTIVE:
-            x[post] = full[post]  # the next evaluation starts from this q
-        return F, g[rest]
+            latest["q"] = full[post].copy()
+        return F, g
 
-    def on_iterate(xb):
-        full = full_of.get(xb.tobytes())
+    def on_iterate(iterate, F):
+        full = optimised.get(iterate[rest].tobytes())
         if full is None:
-            full = full_x(xb)
+            full = with_optimal_q(iterate)
+        optimised.clear()
         F, _, terms = ev.at(full)
-        rec.record(full, F, terms)
+        rec.record(full, F, terms)  # raises the fit's Stop when the callback asks
 
+    start = with_optimal_q(x0)
+    F, _, terms = ev.at(start)
+    rec.record(start, F, terms, notify=False)
     nit, message = 0, "q(u) at its optimum (nothing else to optimise)"
     if rest.size:
-        options = {"maxiter": int(max_iter), "maxfun": 15000}
-        if tol is not None:
-            options.update(ftol=tol, gtol=tol)
-        bounds = [ev.bounds[i] for i in rest]
-        res = minimize(fun, x0[rest], jac=True, method="L-BFGS-B", bounds=bounds, callback=on_iterate,
-                       options=options)
-        nit, message = int(res.nit), str(res.message)
+        lo, hi = packer.box()
+        run_ = lbfgsb(fun, start, lo, hi, max_iter=int(max_iter), ftol=tol, gtol=tol, on_iterate=on_iterate, idx=rest)
+        nit, message = run_.n_iter, run_.message
     details["lbfgs_message"] = message
     details["natural_gradient"] = {"q_steps": updater.n_steps, "rejected_steps": updater.n_rejected,
                                    "step_size": updater.gamma}
