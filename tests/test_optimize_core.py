@@ -275,7 +275,7 @@ def test_cancel_ends_a_model_fit_at_its_best_point():
         if len(seen) == 4:
             event.set()
 
-    res = optimize.fit(m, max_iter=100, restarts=2, seed=0, callback=callback, cancel=event)
+    res = m.fit(max_iter=100, restarts=2, seed=0, callback=callback, cancel=event)
     assert res.details == {"cancelled": True} and res.message == optimize.CANCELLED_MESSAGE
     assert len(res.restarts) == 1 and len(res.trace) == 5
     assert res.objective <= start

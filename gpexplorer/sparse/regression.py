@@ -60,15 +60,16 @@ class _GPRBase(KernelAndNoise):
         value, grads, _ = self.objective_and_gradient()
         return -value, {k: -v for k, v in grads.items()}
 
-    def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol=None):
-        """Jointly maximise the objective with L-BFGS-B; see :func:`gpexplorer.optimize.fit`."""
+    def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol=None, cancel=None):
+        """Jointly maximise the objective with L-BFGS-B; see :func:`gpexplorer.optimize.fit`
+        (``cancel``: an Event-like object or a callable ending the fit between evaluations)."""
         max_iter = validation.count("max_iter", max_iter, 0, validation.MAX_ITERATIONS)
         restarts = validation.count("restarts", restarts, 0, validation.MAX_ITERATIONS)
         seed, tol = validation.seed(seed), validation.tolerance("tol", tol)
         if callback is not None and not callable(callback):
             raise ValueError(f"callback must be callable; got {type(callback).__name__}")
         self.fit_result = fit(self, max_iter=max_iter, fixed=fixed, restarts=restarts, seed=seed,
-                              callback=callback, tol=tol)
+                              callback=callback, tol=tol, cancel=cancel)
         return self.fit_result
 
     def predict_y(self, Xnew, full_cov=False):
