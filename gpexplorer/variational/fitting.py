@@ -62,7 +62,7 @@ import numpy as np
 from gpexplorer import _threads
 from gpexplorer.linalg import CholeskyError
 from gpexplorer.optimize import (ADAM_BETAS, FAILED_OBJECTIVE, FitResult, Packer, TraceEntry, adam, block_cyclic,
-                                  lbfgsb, perturb_log)
+                                  best_of_starts, lbfgsb, perturb_log, summaries)
 from gpexplorer.variational import convergence, estimators, marginals, natural_gradients
 from gpexplorer.variational.elbo import MIN_VARIANCE
 from gpexplorer.variational.elbo import elbo as elbo_function
@@ -344,19 +344,21 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
     fixed_values = {n: v for n, v in initial.items() if n not in packer.names}
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
-    runs = []
-    with _threads.single_threaded():  # small BLAS calls: threads cost milliseconds each on a shared machine
+
+    def starts():  # drawn lazily: the restarts' draws follow the previous run's (Adam's) from the same rng
         for start in range(int(restarts) + 1):
             model.assign_parameters(initial)
             if start > 0:
                 _restart(model, packer, rng)
-            runs.append(_one_run(model, packer, fixed_values, callback, method, max_iter, batch_size, learning_rate,
-                                 evals_per_block, trace_every, tol, rng, whiten, (stop_when_converged, tau)))
-            runs[-1]["start"] = start
-            if runs[-1]["stopped"]:
-                break
+            yield start
+
+    def search(_):
+        return _one_run(model, packer, fixed_values, callback, method, max_iter, batch_size, learning_rate,
+                        evals_per_block, trace_every, tol, rng, whiten, (stop_when_converged, tau))
+
+    with _threads.single_threaded():  # small BLAS calls: threads cost milliseconds each on a shared machine
+        chosen, runs = best_of_starts(search, starts())
     stopped = runs[-1]["stopped"]
-    chosen = min(runs, key=lambda r: r["objective"])
     model.set_parameters(chosen["best"].params)
     details = {**chosen["details"], "method": method, "objective": kind, "stopped": stopped,
                "whitened_q": bool(whiten and method in ("lbfgs", "block-lbfgs") and "posterior" in packer.names
@@ -374,7 +376,7 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
                        trace_objective="full-data ELBO")
     return FitResult(success=chosen["success"], message=chosen["message"], objective=chosen["objective"],
                      n_iter=chosen["n_iter"], n_eval=chosen["n_eval"], trace=chosen["trace"],
-                     restarts=[{k: r[k] for k in ("start", "objective", "n_iter", "message")} for r in runs],
+                     restarts=summaries(runs),
                      elapsed=time.perf_counter() - t0, details=details)
 
 
