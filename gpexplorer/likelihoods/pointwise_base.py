@@ -70,6 +70,9 @@ class PointwiseLikelihood:
     kind: str | None = None
     n_latent: int = 1
     n_outputs: int = 1
+    #: True where log p(y | f) is quadratic in f (a Gaussian): one natural-gradient step of size 1
+    #: then lands on the optimal q(u) (:mod:`gpexplorer.variational.natural_gradients`)
+    conjugate: bool = False
     #: True where q(u) = p(u) (zero means) is a saddle point of the ELBO, so a fit must start
     #: from random means (a product of latents, as in the GPRN, has zero gradient there)
     prior_start_is_saddle: bool = False

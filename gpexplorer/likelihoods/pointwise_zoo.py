@@ -31,6 +31,7 @@ class Gaussian(PointwiseLikelihood):
     """
 
     name, label, kind = "gaussian", "Gaussian", "regression"
+    conjugate = True
     param_layout = {"variance": ("log", 0)}
 
     def __init__(self, variance=1.0):
