@@ -101,7 +101,7 @@ def test_fitc_above_its_upper_bound_is_flagged():
 def test_samples_have_the_predictive_mean_and_spread(snelson):
     p = _params(snelson)
     grid = default_grid(snelson.X, 30)
-    r = evaluate(snelson, "vfe", p, grid, n_samples=4000, seed=1)
+    r = evaluate(snelson, "vfe", p, grid, num_samples=4000, seed=1)
     assert r.samples.shape == (4000, 30)
     np.testing.assert_allclose(r.samples.mean(0), r.mean, atol=0.05)
     np.testing.assert_allclose(r.samples.var(0), r.var_f, rtol=0.15, atol=1e-3)

@@ -450,8 +450,8 @@ def _parameter_sets(offset=0.4):
 def test_compare_and_evaluate_accept_a_feature(small_ds):
     shifted, points = _parameter_sets()
     grid = comparison.default_grid(small_ds.X, 25)
-    cs = comparison.compare(small_ds, {a: shifted for a in comparison.APPROXIMATIONS}, grid, n_samples=2)
-    cp = comparison.compare(small_ds, {a: points for a in comparison.APPROXIMATIONS}, grid, n_samples=2)
+    cs = comparison.compare(small_ds, {a: shifted for a in comparison.APPROXIMATIONS}, grid, num_samples=2)
+    cp = comparison.compare(small_ds, {a: points for a in comparison.APPROXIMATIONS}, grid, num_samples=2)
     assert list(cs.results) == list(comparison.APPROXIMATIONS)
     for name in comparison.APPROXIMATIONS:
         rs, rp = cs.results[name], cp.results[name]

@@ -415,7 +415,7 @@ def test_unscented_and_monte_carlo_predictions_agree(forward):
     Xs = np.linspace(-6, 6, 7)[:, None]  # inside and outside the data: small and large latent variance
     mf, vf = m.predict_f(Xs)
     S = 40000
-    mc_mean, mc_var = m.predict_y(Xs, method="monte_carlo", n_samples=S, seed=1)
+    mc_mean, mc_var = m.predict_y(Xs, method="monte_carlo", num_samples=S, seed=1)
     # Monte Carlo against an independent numpy estimate of E[g(f*)] with its own error bar
     g = get_forward_model(forward)
     draws = g.value(mf[:, 0] + np.sqrt(vf[:, 0]) * np.random.default_rng(2).standard_normal((S, 7)))
@@ -437,7 +437,7 @@ def test_softmax_predictions_are_probabilities():
     mean, var = m.predict_y(X[:5], method="unscented")
     np.testing.assert_allclose(mean.sum(axis=1), 1.0, atol=1e-12)
     assert mean.shape == var.shape == (5, 3) and np.all(var >= s2)
-    mc, _ = m.predict_y(X[:5], method="monte_carlo", n_samples=200)
+    mc, _ = m.predict_y(X[:5], method="monte_carlo", num_samples=200)
     np.testing.assert_allclose(mc.sum(axis=1), 1.0, atol=1e-12)
 
 
@@ -478,8 +478,8 @@ def test_bad_prediction_and_fit_arguments_are_refused():
         m.predict_f([[np.nan]])
     with pytest.raises(ValueError, match="method"):
         m.predict_y([[0.0]], method="quadrature")
-    with pytest.raises(ValueError, match="n_samples"):
-        m.predict_y([[0.0]], method="monte_carlo", n_samples=1)
+    with pytest.raises(ValueError, match="num_samples"):
+        m.predict_y([[0.0]], method="monte_carlo", num_samples=1)
     with pytest.raises(ValueError, match="method"):
         m.fit(method="bfgs")
     with pytest.raises(ValueError, match="task index"):

@@ -290,7 +290,7 @@ def test_warm_start_reaches_the_same_map_estimate():
     m = LinearizedGP(X, y, forward="poly3", kernel=kernel, noise_variance=0.04, tol=1e-12)
     cold = m.fit_posterior().posterior_mean
     cold_iterations = len(m.trace)
-    m.set_parameters({"lengthscale": 0.9})
+    m.set_parameters(**{"lengthscale": 0.9})
     m.fit_posterior(warm_start=True)
     warm_iterations = len(m.trace)
     warm = m.posterior_mean
@@ -344,7 +344,7 @@ def test_duplicate_inputs_are_handled_and_jitter_is_reported():
     m = LinearizedGP(X, y, forward="sin", kernel=kernel, noise_variance=0.04)
     m.fit_posterior()
     assert m.jitter_used == 0.0  # the inner loop never factorises K
-    m.set_parameters({"lengthscale": 0.7})
+    m.set_parameters(**{"lengthscale": 0.7})
     with warnings.catch_warnings():
         warnings.simplefilter("error", JitterWarning)
         m.fit_posterior(warm_start=True)  # needs K^-1 m: K is singular here
@@ -445,26 +445,26 @@ def test_fixed_parameters_callback_and_every_fit_method():
 def test_bad_input_is_rejected_with_clear_messages():
     X, _, y, kernel = small_problem("sin", n=10)
     cases = [
-        (dict(X=X[:, 0] * np.nan, y=y), "NaN"),
-        (dict(X=X, y=np.where(np.arange(10) == 3, np.inf, y)), "NaN or infinite"),
-        (dict(X=X[:5], y=y), "rows"),
-        (dict(X=np.zeros((0, 1)), y=np.zeros(0)), "empty"),
-        (dict(X=X, y=np.ones((10, 2))), "shape"),
-        (dict(X=X, y=y, noise_variance=0.0), "noise_variance"),
-        (dict(X=X, y=y, noise_variance=-1.0), "noise_variance"),
-        (dict(X=X, y=y, noise_variance=np.nan), "noise_variance"),
-        (dict(X=X, y=y, kappa=-1.0), "kappa"),
-        (dict(X=X, y=y, kappa=1e9), "kappa"),
-        (dict(X=X, y=y, linearization="laplace"), "linearization"),
-        (dict(X=X, y=y, forward="softmax"), "LinearizedKitchenSinks"),
-        (dict(X=X, y=y, forward="no_such_model"), "unknown forward model"),
-        (dict(X=X, y=y, forward="sign_cubic", linearization="egp"), "unscented"),
-        (dict(X=X, y=y, kernel="matern52"), "Kernel"),
-        (dict(X=X, y=y, kernel=kernels.Matern52(lengthscale=[1.0, 2.0])), "dimensions"),
-        (dict(X=X, y=y, max_iter=0), "max_iter"),
-        (dict(X=X, y=y, max_step_cuts=-1), "max_step_cuts"),
-        (dict(X=X, y=y, tol=0.0), "tol"),
-        (dict(X=X, y=y, jitter=-1e-6), "jitter"),
+        (dict(X=X[:, 0] * np.nan, Y=y), "NaN"),
+        (dict(X=X, Y=np.where(np.arange(10) == 3, np.inf, y)), "NaN or infinite"),
+        (dict(X=X[:5], Y=y), "rows"),
+        (dict(X=np.zeros((0, 1)), Y=np.zeros(0)), "empty"),
+        (dict(X=X, Y=np.ones((10, 2))), "shape"),
+        (dict(X=X, Y=y, noise_variance=0.0), "noise_variance"),
+        (dict(X=X, Y=y, noise_variance=-1.0), "noise_variance"),
+        (dict(X=X, Y=y, noise_variance=np.nan), "noise_variance"),
+        (dict(X=X, Y=y, kappa=-1.0), "kappa"),
+        (dict(X=X, Y=y, kappa=1e9), "kappa"),
+        (dict(X=X, Y=y, linearization="laplace"), "linearization"),
+        (dict(X=X, Y=y, forward="softmax"), "LinearizedKitchenSinks"),
+        (dict(X=X, Y=y, forward="no_such_model"), "unknown forward model"),
+        (dict(X=X, Y=y, forward="sign_cubic", linearization="egp"), "unscented"),
+        (dict(X=X, Y=y, kernel="matern52"), "Kernel"),
+        (dict(X=X, Y=y, kernel=kernels.Matern52(lengthscale=[1.0, 2.0])), "dimensions"),
+        (dict(X=X, Y=y, max_iter=0), "max_iter"),
+        (dict(X=X, Y=y, max_step_cuts=-1), "max_step_cuts"),
+        (dict(X=X, Y=y, tol=0.0), "tol"),
+        (dict(X=X, Y=y, jitter=-1e-6), "jitter"),
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
@@ -484,9 +484,9 @@ def test_bad_input_is_rejected_with_clear_messages():
         with pytest.raises(ValueError, match="step_shrink"):
             LinearizedGP(X, y, forward="sin", step_shrink=shrink)
     with pytest.raises(ValueError, match="positive"):
-        m.set_parameters({"lengthscale": -1.0})
+        m.set_parameters(**{"lengthscale": -1.0})
     with pytest.raises(ValueError, match="noise_variance"):
-        m.set_parameters({"noise_variance": 0.0})
+        m.set_parameters(**{"noise_variance": 0.0})
     with pytest.raises(ValueError, match="bounds"):
         m.set_bounds(lengthscale=(1.0, 0.1))
     with pytest.raises(ValueError, match="no parameter"):

@@ -143,7 +143,7 @@ def test_egp_gradient_is_the_total_derivative_of_the_free_energy(forward, rtol):
     gradient, _ = score(x, m.kernel.K(X), m._posterior())
 
     def free_energy(z):
-        return LinearizedGP(X, y, **base).set_parameters(packer.unpack(z)).fit_posterior().free_energy()
+        return LinearizedGP(X, y, **base).set_parameters(**packer.unpack(z)).fit_posterior().free_energy()
 
     numeric = central_difference(free_energy, x, 1e-3)  # the inner loop's tolerance limits smaller steps
     np.testing.assert_allclose(gradient, numeric, rtol=rtol, atol=rtol * np.abs(numeric).max())

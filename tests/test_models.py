@@ -72,7 +72,7 @@ def test_non_finite_Z_raises(bad):
         sparse_model(X, y, Z=Z)
     m = sparse_model(X, y)
     with pytest.raises(ValueError, match=r"Z contains NaN or infinite"):
-        m.set_parameters({"Z": Z})
+        m.set_parameters(**{"Z": Z})
 
 
 @pytest.mark.parametrize("build", BOTH)
@@ -141,7 +141,7 @@ def test_bad_noise_raises(build, noise, msg):
         build(X, y, noise_variance=noise)
     m = build(X, y)
     with pytest.raises(ValueError, match=f"noise_variance.*{msg}"):
-        m.set_parameters({"noise_variance": noise})
+        m.set_parameters(**{"noise_variance": noise})
     assert m.noise_variance == 0.1
 
 
@@ -150,9 +150,9 @@ def test_bad_kernel_parameter_via_set_parameters_raises(build):
     X, y = data()
     m = build(X, y)
     with pytest.raises(ValueError, match="lengthscale.*positive"):
-        m.set_parameters({"lengthscale": -2.0})
+        m.set_parameters(**{"lengthscale": -2.0})
     with pytest.raises(ValueError, match="no parameter 'bogus'"):
-        m.set_parameters({"bogus": 1.0})
+        m.set_parameters(**{"bogus": 1.0})
 
 
 def test_unknown_approximation_raises():
@@ -402,12 +402,12 @@ def test_parameters_roundtrip_and_copy_independence():
     p["Z"][:] = 123.0  # parameters hands out copies
     assert not np.any(m.Z == 123.0)
     c = m.copy()
-    c.set_parameters({"lengthscale": np.array([1.0, 1.0]), "noise_variance": 0.5, "Z": m.Z + 1})
+    c.set_parameters(**{"lengthscale": np.array([1.0, 1.0]), "noise_variance": 0.5, "Z": m.Z + 1})
     np.testing.assert_array_equal(m.kernel.lengthscale, [0.5, 2.0])
     assert m.noise_variance == 0.1
     np.testing.assert_array_equal(m.Z, X[:5])
     assert c.log_marginal_likelihood() != m.log_marginal_likelihood()
-    m.set_parameters(c.parameters)
+    m.set_parameters(**c.parameters)
     assert c.log_marginal_likelihood() == m.log_marginal_likelihood()
 
 

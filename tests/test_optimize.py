@@ -173,7 +173,7 @@ def test_trace_is_consistent(approximation):
     # every entry replays: same objective and terms when the model is evaluated at its params
     replay = start.copy()
     for e in trace:
-        replay.set_parameters(e.params)
+        replay.set_parameters(**e.params)
         assert e.objective == pytest.approx(-replay.log_marginal_likelihood(), rel=1e-10, abs=1e-10)
         assert e.log_marginal_likelihood == -e.objective
         terms = replay.objective_terms()
@@ -290,7 +290,7 @@ def test_from_model_copies_parameters_and_Z():
     # VFE at the FITC optimum equals a freshly built VFE model at those parameters
     fresh = models.SparseGPR(fitc.X, fitc.y, kernels.SquaredExponential(), Z=fitc.Z.copy(),
                              approximation="vfe", noise_variance=1.0)
-    fresh.set_parameters(fitc.parameters)
+    fresh.set_parameters(**fitc.parameters)
     assert vfe.log_marginal_likelihood() == pytest.approx(fresh.log_marginal_likelihood(), rel=1e-12)
     # ...and it is a lower bound on the FITC objective there
     assert vfe.log_marginal_likelihood() <= fitc.log_marginal_likelihood()

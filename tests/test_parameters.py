@@ -103,7 +103,7 @@ def test_set_parameters_takes_keywords_or_a_mapping():
     m = models.SparseGPR(ds.X, ds.y, kernel=kernels.SquaredExponential(), Z=4, z_init="even")
     m.set_parameters(lengthscale=0.7, noise_variance=0.2)
     other = models.SparseGPR(ds.X, ds.y, kernel=kernels.SquaredExponential(), Z=4, z_init="random", seed=1)
-    other.set_parameters(m.parameters)
+    other.set_parameters(**m.parameters)
     assert other.kernel.lengthscale == 0.7 and other.noise_variance == 0.2
     np.testing.assert_array_equal(other.Z, m.Z)
     with pytest.raises(ValueError, match="positive"):

@@ -89,7 +89,7 @@ def test_free_energy_is_smooth_where_the_map_search_stops_on_diverge():
     values = []
     for variance in np.geomspace(0.25, 3.2, 14):
         model = lx.make_model("UGP", data.X[train], data.y[train], "tanh2", inner_loop="fixed-point")
-        model.set_parameters({"variance": variance, "lengthscale": 0.75, "noise_variance": 0.045})
+        model.set_parameters(**{"variance": variance, "lengthscale": 0.75, "noise_variance": 0.045})
         model.fit_posterior()
         assert model.converged and not model.diverged
         assert model.trace[0].status == "start" and all(r.status == "accepted" for r in model.trace[1:])

@@ -160,7 +160,7 @@ def test_trace_terms_are_the_three_elbo_terms_and_sum_to_the_objective(method, e
     assert result.details["objective"] == "quadrature"
     q = SparseVariationalGP(X, y, kernels.SquaredExponential(), 5, "bernoulli_logit", posterior="mog2")
     last = result.trace[-1]
-    q.set_parameters(last.params)
+    q.set_parameters(**last.params)
     r = q.evaluate()
     assert -last.objective == pytest.approx(r.value, rel=1e-10)
     assert -last.terms["neg_entropy"] == pytest.approx(r.terms["entropy"])
@@ -336,11 +336,11 @@ def test_the_minibatch_elbo_gradient_matches_finite_differences(posterior):
     h = 1e-6
     for name in ("kernel0.lengthscale", "likelihood.variance"):
         v0 = m.parameters[name]
-        m.set_parameters({name: v0 + h})
+        m.set_parameters(**{name: v0 + h})
         up = batch_elbo(m, rows, None)[0]
-        m.set_parameters({name: v0 - h})
+        m.set_parameters(**{name: v0 - h})
         down = batch_elbo(m, rows, None)[0]
-        m.set_parameters({name: v0})
+        m.set_parameters(**{name: v0})
         assert grads[name] == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-6)
     free = m.posterior.free.copy()
     for i in (0, 3, len(free) - 1):
@@ -355,7 +355,7 @@ def test_the_minibatch_elbo_gradient_matches_finite_differences(posterior):
     Z = m.parameters["feature0.Z"]
     dZ = np.zeros_like(Z)
     dZ[2, 0] = h
-    up = batch_elbo(m.set_parameters({"feature0.Z": Z + dZ}), rows, None)[0]
-    down = batch_elbo(m.set_parameters({"feature0.Z": Z - dZ}), rows, None)[0]
-    m.set_parameters({"feature0.Z": Z})
+    up = batch_elbo(m.set_parameters(**{"feature0.Z": Z + dZ}), rows, None)[0]
+    down = batch_elbo(m.set_parameters(**{"feature0.Z": Z - dZ}), rows, None)[0]
+    m.set_parameters(**{"feature0.Z": Z})
     assert grads["feature0.Z"][2, 0] == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-6)

@@ -179,7 +179,7 @@ def _fd(model, name, fun):
 
     def f(v):
         mm = model.copy()
-        mm.set_parameters({name: v if np.ndim(v) else float(v)})
+        mm.set_parameters(**{name: v if np.ndim(v) else float(v)})
         return fun(mm)
 
     return reference.numerical_grad(f, np.asarray(model.parameters[name], dtype=float))

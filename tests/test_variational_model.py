@@ -101,7 +101,7 @@ def test_two_latents_parameters_and_validation():
             "likelihood.scale"} <= names
     value, grads = model.elbo(eval_gradient=True)
     assert set(grads) == names and np.isfinite(value)
-    model.set_parameters({"kernel1.variance": 0.5})
+    model.set_parameters(**{"kernel1.variance": 0.5})
     assert model.kernels[1].variance == 0.5 and model.kernels[0].variance != 0.5
     with pytest.raises(ValueError, match="unknown"):
         model.set_parameters(nonsense=1.0)

@@ -131,7 +131,7 @@ def test_fused_gradients_finite_difference_on_a_large_problem(approximation):
     for name, value in m.parameters.items():
         def f(v, name=name):
             mm = m.copy()
-            mm.set_parameters({name: v if np.ndim(v) else float(v)})
+            mm.set_parameters(**{name: v if np.ndim(v) else float(v)})
             return mm.log_marginal_likelihood()
 
         reference.check_grad_close(grads[name], reference.numerical_grad(f, np.asarray(value, float)),

@@ -145,7 +145,7 @@ def predict_moments(model, method, Xs, seed=0):
     if METHODS[method].family == "gp":
         my, _ = model.predict_y(Xs, method="quadrature")
     else:
-        my, _ = model.predict_y(Xs, method="monte_carlo", n_samples=4000, seed=seed)
+        my, _ = model.predict_y(Xs, method="monte_carlo", num_samples=4000, seed=seed)
     return np.ravel(mf), np.ravel(vf), np.ravel(my)
 
 

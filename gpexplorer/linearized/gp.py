@@ -116,13 +116,13 @@ class LinearizedGP(KernelAndNoise):
     ``converged``, ``diverged``.
     """
 
-    def __init__(self, X, y, forward="identity", linearization="taylor", kernel=None, *,
+    def __init__(self, X, Y, forward="identity", linearization="taylor", kernel=None, *,
                  noise_variance=1.0, kappa=0.5, max_iter=100, tol=1e-6, max_step_cuts=24,
                  step_shrink=0.75, jitter=0.0, inner_loop="map-search"):
         from gpexplorer.likelihoods.forward_models import get_forward_model, not_differentiable_message
 
-        # |X| <= 1e100 as every model; y only finite: the forward model's overflow is checked where it happens
-        self.X, self.y = _validate_data(X, y, y_limit=None)
+        # |X| <= 1e100 as every model; Y only finite: the forward model's overflow is checked where it happens
+        self.X, self.y = _validate_data(X, Y, y_limit=None)  # Y [N, 1] or a 1-D y; kept as y [N]
         if kernel is None:
             kernel = kernels.Matern52(variance=1.0, lengthscale=1.0)
         if not isinstance(kernel, kernels.Kernel):
@@ -321,12 +321,21 @@ class LinearizedGP(KernelAndNoise):
         """The approximate free energy F of eq. 41 at the current posterior."""
         return -math.fsum(self.free_energy_terms().values())
 
+    def objective(self) -> float:
+        """-free_energy(): the value ``fit`` minimises (``FitResult.objective``)."""
+        return -self.free_energy()
+
+    @property
+    def Y(self):
+        """[N, 1] targets, as every model's ``Y`` [N, P] (``y`` is the same column, [N])."""
+        return self.y[:, None]
+
     # prediction -----------------------------------------------------------------------------
     def _check_new(self, Xnew):
         return prediction_inputs(Xnew, self.X.shape[1], min_rows=1)
 
-    def predict_f(self, Xnew):
-        """Mean and variance of the latent f* (eq. 38), each (S,).
+    def predict_f(self, Xnew, full_cov=False):
+        """Mean and variance of the latent f* (eq. 38), each (S,); with ``full_cov`` the (S, S) covariance.
 
         m* = k*^T K^-1 m and C* = k** - k*^T K^-1 [I - C K^-1] k*, evaluated as m* = k*^T beta
         and C* = k** - |L_W^-1 S k*|^2 (module docstring).
@@ -335,6 +344,8 @@ class LinearizedGP(KernelAndNoise):
         post = self._posterior()
         Ks = self.kernel.K(self.X, Xnew)
         V = lapack.dtrtrs(post.chol_W, scaled_rows(post.s, Ks), lower=1)[0]
+        if full_cov:
+            return Ks.T @ post.beta, self.kernel.K(Xnew) - V.T @ V
         var = self.kernel.Kdiag(Xnew) - np.einsum("ij,ij->j", V, V)
         return Ks.T @ post.beta, np.maximum(var, 0.0)
 

@@ -314,6 +314,10 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
         constant, data_fit, prior, log_det_precision, log_prior_det = self._bound_parts()
         return float(-constant - data_fit - 0.5 * np.sum(prior + log_det_precision + log_prior_det))
 
+    def objective(self) -> float:
+        """-free_energy(): the value ``fit`` minimises (``FitResult.objective``)."""
+        return -self.free_energy()
+
     def free_energy_terms(self) -> dict:
         """The four parts of -eq. 20 (they sum to -free_energy() up to rounding), named as
         :meth:`gpexplorer.linearized.gp.LinearizedGP.free_energy_terms`: "constant"
@@ -331,8 +335,9 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
         return self._precisions[int(q)].covariance()
 
     # prediction ---------------------------------------------------------------------------
-    def predict_f(self, Xnew, covariance="factorised"):
-        """Latent predictive marginals (eq. 35-36): mean and variance, each (N*, Q).
+    def predict_f(self, Xnew, full_cov=False, *, covariance="factorised"):
+        """Latent predictive marginals (eq. 35-36): mean and variance, each (N*, Q); with ``full_cov``
+        (factorised only) the covariance Phi* C_q Phi*^T of each task, (Q, N*, N*).
 
         ``covariance="factorised"`` (default) is eq. 36, phi*^T C_q phi* with the mean-field C_q of
         eq. 19. ``"coupled"`` gives the marginal variances of the unfactorised Gaussian posterior of
@@ -343,20 +348,24 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
         """
         if covariance not in ("factorised", "coupled"):
             raise ValueError(f"covariance must be 'factorised' (eq. 36) or 'coupled'; got {covariance!r}")
+        if full_cov and covariance != "factorised":
+            raise ValueError("full_cov=True gives the factorised covariance (eq. 36) only")
         self._ensure_posterior()
         Phi = self.features(prediction_inputs(Xnew, self.X.shape[1], rows="N*"))
         with self._blas_limit(Phi.shape[0]):
             mean = self._latent(self.posterior_mean, Phi)
+            if full_cov:
+                return mean, np.stack([Phi @ precision.covariance() @ Phi.T for precision in self._precisions])
             if covariance == "coupled":
                 return mean, coupled_latent_variances(self._Phi, self.linearization.A, self.noise_variance,
                                                       self.weight_variance, Phi)
             return mean, self._marginal_variances(self._precisions, Phi)
 
-    def predict_y(self, Xnew, method="unscented", n_samples=2000, seed=None):
+    def predict_y(self, Xnew, method="unscented", num_samples=2000, seed=None):
         """Predictive mean of g(f*) (eq. 37) and variance including the noise, each (N*, P).
 
         ``method="unscented"`` propagates N(mu*, E*) through g with the 2Q+1 sigma points (kappa);
-        ``"monte_carlo"`` averages g over ``n_samples`` draws (``seed``, default the model seed).
+        ``"monte_carlo"`` averages g over ``num_samples`` draws (``seed``, default the model seed).
         For logistic / softmax forward models the mean is the class probability.
         """
         mean, var = self.predict_f(Xnew)
@@ -366,10 +375,10 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
             g_var = np.einsum("i,nip->np", lin.weights, dev * dev)
             return lin.y_mean, np.maximum(g_var, 0.0) + self.noise_variance
         if method == "monte_carlo":
-            if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
-                raise ValueError(f"n_samples must be an integer >= 2; got {n_samples!r}")
+            if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
+                raise ValueError(f"num_samples must be an integer >= 2; got {num_samples!r}")
             rng = np.random.default_rng(self.seed if seed is None else validation.seed(seed))
-            g_mean, g_var = monte_carlo_moments(self.forward, mean, var, n_samples, rng, self.n_outputs)
+            g_mean, g_var = monte_carlo_moments(self.forward, mean, var, num_samples, rng, self.n_outputs)
             return g_mean, g_var + self.noise_variance
         raise ValueError(f"method must be 'unscented' or 'monte_carlo'; got {method!r}")
 
@@ -383,7 +392,7 @@ class LinearizedKitchenSinks(KitchenSinksParameters):
     def restore(self, state):
         """Go back to a :meth:`snapshot` (hyperparameters and posterior, without refitting)."""
         params, M, precisions, lin, trace, stop = state
-        self.assign_parameters(params)
+        self.set_parameters(**params)
         self.posterior_mean, self._precisions, self.linearization = M, precisions, lin
         self.trace, self.stop_reason = trace, stop
         self._stale = False

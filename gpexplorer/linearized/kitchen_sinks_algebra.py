@@ -177,17 +177,17 @@ def coupled_latent_variances(Phi, A, noise_variance, weight_variance, Phi_new):
     return out
 
 
-def monte_carlo_moments(forward, mean, var, n_samples, rng, n_outputs):
+def monte_carlo_moments(forward, mean, var, num_samples, rng, n_outputs):
     """Mean and variance [n, P] of g(f*) with f* ~ N(mean, diag var) ([n, Q] each; EKS eq. 37) from
-    ``n_samples`` draws of ``rng``, in chunks of about 2e6 latent values."""
+    ``num_samples`` draws of ``rng``, in chunks of about 2e6 latent values."""
     n, Q = mean.shape
     g_mean = np.empty((n, n_outputs))
     g_var = np.empty_like(g_mean)
-    chunk = max(1, 2_000_000 // (n_samples * Q))
+    chunk = max(1, 2_000_000 // (num_samples * Q))
     for start in range(0, n, chunk):
         sl = slice(start, min(n, start + chunk))
-        draws = mean[sl] + np.sqrt(var[sl]) * rng.standard_normal((n_samples,) + mean[sl].shape)
-        g = forward.value(draws.reshape(-1, Q)).reshape(n_samples, -1, n_outputs)
+        draws = mean[sl] + np.sqrt(var[sl]) * rng.standard_normal((num_samples,) + mean[sl].shape)
+        g = forward.value(draws.reshape(-1, Q)).reshape(num_samples, -1, n_outputs)
         g_mean[sl] = g.mean(axis=0)
         g_var[sl] = g.var(axis=0, ddof=1)
     return g_mean, g_var

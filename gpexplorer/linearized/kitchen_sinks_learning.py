@@ -146,7 +146,7 @@ class _BoundSearch:
         try:
             if self.warm_start:
                 model.restore(self.best["snap"])  # warm start from the best posterior found so far
-            model.assign_parameters(values)
+            model.set_parameters(**values)
             model.fit_posterior(warm_start=self.warm_start)
             F, terms = model.free_energy(), model.free_energy_terms()
         except (CholeskyError, np.linalg.LinAlgError, FloatingPointError, ValueError):
@@ -205,7 +205,7 @@ def fit_hyperparameters(model, *, max_iter=200, fixed=(), restarts=0, seed=None,
     lo, hi = _log_box(model, names)
     if np.any((x0 < lo) | (x0 > hi)):
         x0 = np.clip(x0, lo, hi)
-        model.set_parameters(_unpack(model, names, x0))
+        model.set_parameters(**_unpack(model, names, x0))
     initial = model.free_energy()
     start = {"F": initial, "x": x0.copy(), "snap": model.snapshot()}
     first = [TraceEntry(0, -initial, model.free_energy_terms(), model.parameters)]

@@ -94,7 +94,7 @@ class FreeEnergyObjective:
         x = np.clip(x, self.lo, self.hi)
         values = self.packer.unpack(x)
         values.update(self.fixed_values)
-        model.assign_parameters(values)
+        model.set_parameters(**values)
         try:
             post, K = model.search_step(restart_from=self.best["post"])
             terms = model.free_energy_terms()

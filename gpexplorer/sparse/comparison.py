@@ -164,19 +164,19 @@ class _ExactCache:
         return self.values[key]
 
 
-def _samples(model, inputs, n_samples, seed):
+def _samples(model, inputs, num_samples, seed):
     mean, cov = model.predict_f(inputs, full_cov=True)
     cov = 0.5 * (cov + cov.T) + 1e-8 * np.eye(len(mean))
     rng = np.random.default_rng(seed)
     # eigh tolerates the rank deficiency of SoR's/DTC's predictive covariance, unlike Cholesky
     w, V = np.linalg.eigh(cov)
     root = V * np.sqrt(np.maximum(w, 0.0))
-    return mean + rng.standard_normal((n_samples, len(mean))) @ root.T
+    return mean + rng.standard_normal((num_samples, len(mean))) @ root.T
 
 
-def evaluate(ds, name, p: ParameterSet, inputs, exact_cache=None, n_samples=0, seed=0, sample_inputs=None):
+def evaluate(ds, name, p: ParameterSet, inputs, exact_cache=None, num_samples=0, seed=0, sample_inputs=None):
     """One approximation at parameters ``p``: evidence, terms, sandwich values, predictions, and
-    ``n_samples`` draws of f at ``sample_inputs`` (default ``inputs``; a coarser grid keeps the
+    ``num_samples`` draws of f at ``sample_inputs`` (default ``inputs``; a coarser grid keeps the
     eigendecomposition of the predictive covariance cheap), kept with the result."""
     res = ApproximationResult(name=name, params=p)
     exact_cache = exact_cache or _ExactCache(ds)
@@ -201,17 +201,17 @@ def evaluate(ds, name, p: ParameterSet, inputs, exact_cache=None, n_samples=0, s
                 Kuu = covariances.Kuu(model.inducing, p.kernel)
                 res.condition_number = diagnostics.condition_number(Kuu, model.jitter_used)
                 res.kuu_min_eigenvalue = diagnostics.smallest_eigenvalue(Kuu)
-            if n_samples:
+            if num_samples:
                 res.sample_inputs = np.asarray(inputs if sample_inputs is None else sample_inputs, dtype=float)
-                res.samples = _samples(model, res.sample_inputs, n_samples, seed)
+                res.samples = _samples(model, res.sample_inputs, num_samples, seed)
     except (CholeskyError, ValueError, np.linalg.LinAlgError, FloatingPointError, NotImplementedError) as err:
         res.error = str(err)
     return res
 
 
-def compare(ds, params: dict, inputs, n_samples=0, seed=0, fitted_noise=None, sample_inputs=None):
+def compare(ds, params: dict, inputs, num_samples=0, seed=0, fitted_noise=None, sample_inputs=None):
     """Evaluate every approximation in ``params`` (name -> ParameterSet) at its own parameters;
-    samples (``n_samples`` each) are drawn at ``sample_inputs`` (default ``inputs``).
+    samples (``num_samples`` each) are drawn at ``sample_inputs`` (default ``inputs``).
 
     ``fitted_noise`` (name -> noise after optimisation, including "exact") enables the
     noise-collapse badge, which only means something for optimised noise (§3.2.1).
@@ -220,7 +220,7 @@ def compare(ds, params: dict, inputs, n_samples=0, seed=0, fitted_noise=None, sa
     if unknown:
         raise ValueError(f"unknown approximation(s) {sorted(unknown)}; valid: {APPROXIMATIONS}")
     cache = _ExactCache(ds)
-    results = {name: evaluate(ds, name, params[name], inputs, cache, n_samples, seed, sample_inputs)
+    results = {name: evaluate(ds, name, params[name], inputs, cache, num_samples, seed, sample_inputs)
                for name in APPROXIMATIONS if name in params}
     return Comparison(results=results, inputs=np.asarray(inputs), badges=badges(results, fitted_noise))
 

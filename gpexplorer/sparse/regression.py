@@ -1,7 +1,7 @@
 """Exact GP regression and the collapsed sparse approximations as models (thesis eq. 2.8-2.17,
 2.37, 3.1): ``ExactGPR`` and ``SparseGPR``, sklearn-like with explicit fitted state.
 
->>> m = SparseGPR(X, y, kernel=kernels.SquaredExponential(), Z=Z, approximation="vfe")
+>>> m = SparseGPR(X, Y, kernel=kernels.SquaredExponential(), Z=Z, approximation="vfe")
 >>> m.log_marginal_likelihood(eval_gradient=True)   # (value, {"variance", ..., "Z"})
 >>> m.fit(max_iter=200, fixed=("Z",))                # L-BFGS-B on log-parameters
 >>> mean, var = m.predict_y(Xnew)
@@ -30,15 +30,24 @@ from gpexplorer.workspace import Workspace
 class _GPRBase(KernelAndNoise):
     """Shared parameter handling, validation and fitting for the regression models."""
 
-    def __init__(self, X, y, kernel, noise_variance):
+    def __init__(self, X, Y, kernel, noise_variance):
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a gpexplorer.kernels.Kernel; got {type(kernel).__name__}")
-        self.X, self.y = _validate_data(X, y)
+        self.X, self.y = _validate_data(X, Y)  # Y [N, 1] or a 1-D y; kept as y [N]
         kernel.check_input_dim(self.X.shape[1])
         self.kernel = kernel
         self.noise_variance = _positive(NOISE, noise_variance, allow_array=False)
         self.jitter_used = 0.0
         self.fit_result = None
+
+    @property
+    def Y(self):
+        """[N, 1] targets, as every model's ``Y`` [N, P] (``y`` is the same column, [N])."""
+        return self.y[:, None]
+
+    def objective(self) -> float:
+        """-log_marginal_likelihood(): the value ``fit`` minimises (``FitResult.objective``)."""
+        return -self.log_marginal_likelihood()
 
     def objective_terms(self) -> dict:
         """{"constant", "complexity", "data_fit", "trace"}: they sum to -log_marginal_likelihood()."""
@@ -99,8 +108,8 @@ class _GPRBase(KernelAndNoise):
 class ExactGPR(_GPRBase):
     """Exact GP regression, O(N^3) (R&W ch. 2); the reference every approximation is judged by."""
 
-    def __init__(self, X, y, kernel, noise_variance=1.0, jitter=0.0):
-        super().__init__(X, y, kernel, noise_variance)
+    def __init__(self, X, Y, kernel, noise_variance=1.0, jitter=0.0):
+        super().__init__(X, Y, kernel, noise_variance)
         self.jitter = float(jitter)
 
     @property
@@ -148,9 +157,9 @@ class SparseGPR(_GPRBase):
     ``jitter_used`` and a :class:`gpexplorer.linalg.JitterWarning` is issued.
     """
 
-    def __init__(self, X, y, kernel, Z, approximation="vfe", *, noise_variance=1.0, jitter=1e-6,
+    def __init__(self, X, Y, kernel, Z, approximation="vfe", *, noise_variance=1.0, jitter=1e-6,
                  z_init="kmeans", seed=None):
-        super().__init__(X, y, kernel, noise_variance)
+        super().__init__(X, Y, kernel, noise_variance)
         if approximation not in sparse.APPROXIMATIONS:
             raise ValueError(f"approximation must be one of {sparse.APPROXIMATIONS}; got {approximation!r}")
         self.approximation = approximation
@@ -170,7 +179,7 @@ class SparseGPR(_GPRBase):
     def from_model(cls, other, approximation, **overrides):
         """A new model started at another fitted model's hyperparameters and inducing feature
         (thesis §3.2.5: 'VFE initialised with the FITC solution')."""
-        kwargs = dict(X=other.X, y=other.y, kernel=other.kernel.copy(), Z=other.inducing.copy(),
+        kwargs = dict(X=other.X, Y=other.y, kernel=other.kernel.copy(), Z=other.inducing.copy(),
                       approximation=approximation, noise_variance=other.noise_variance, jitter=other.jitter)
         kwargs.update(overrides)
         return cls(**kwargs)
@@ -201,7 +210,7 @@ class SparseGPR(_GPRBase):
         feature = self._feature_values(params)
         if feature:
             self.inducing.set_parameters(**feature)
-        return super().set_parameters(params)
+        return super().set_parameters(**params)
 
     def assign_parameters(self, values: dict):
         values = dict(values)
@@ -276,7 +285,7 @@ class SparseGPR(_GPRBase):
 
         def value_and_grad(x):
             values = packer.unpack(x)
-            probe.assign_parameters(values)
+            probe.set_parameters(**values)
             try:
                 value, grads = probe.upper_bound(eval_gradient=True)
             except CholeskyError:
@@ -287,7 +296,7 @@ class SparseGPR(_GPRBase):
         run = lbfgsb(value_and_grad, packer.pack(self.inducing.parameters), *packer.box(), max_iter=max_iter)
         if not np.isfinite(run.objective) or run.objective >= start:
             return start, self.Z.copy()
-        probe.assign_parameters(packer.unpack(run.x))
+        probe.set_parameters(**packer.unpack(run.x))
         return run.objective, probe.Z.copy()
 
     def posterior(self) -> sparse.SparsePosterior:

@@ -188,7 +188,7 @@ def sparse_comparison():
     grid = default_grid(ds.X, n=50)
     for kernel in kernels.KERNELS.values():
         p = ParameterSet(kernel(), 0.1, ds.X[::13].copy())
-        compare(ds, {name: p for name in APPROXIMATIONS}, grid, n_samples=3)
+        compare(ds, {name: p for name in APPROXIMATIONS}, grid, num_samples=3)
 
 
 def sparse_fit():

@@ -227,7 +227,7 @@ class SparseVariationalGP:
     @property
     def parameter_specs(self) -> dict:
         """name -> :class:`gpexplorer.parameters.Parameter`; "posterior" is real and unbounded."""
-        return {"posterior": Parameter.real("posterior"), **{n: s for n, (_, _, s) in self._named().items()}}
+        return {"posterior": Parameter.real("posterior"), **{n: s.renamed(n) for n, (_, _, s) in self._named().items()}}
 
     def set_bounds(self, **bounds):
         """Natural-scale (lower, upper) of kernel and likelihood parameters by name."""
@@ -268,6 +268,11 @@ class SparseVariationalGP:
         if not eval_gradient:
             return r.value
         return r.value, self.gradients_by_name(r)
+
+    def objective(self) -> float:
+        """-elbo(): the value ``fit`` minimises (``FitResult.objective``; with the score estimator
+        the fit traces the quadrature value instead, :mod:`.fitting`)."""
+        return -self.elbo()
 
     def gradients_by_name(self, r):
         """{parameter name: gradient} from an :class:`ElboResult` evaluated with gradients."""
@@ -329,10 +334,20 @@ class SparseVariationalGP:
         var = np.maximum(np.stack([lat.var for lat in lats], axis=-1), 0.0)
         return self.posterior.pi, means, var
 
-    def predict_f(self, Xnew):
-        """Mean and variance (N*, Q) of the mixture q(f*) per latent (its first two moments)."""
-        pi, means, var = self.predict_components(Xnew)
-        return mixture_moments(pi, means, var)
+    def predict_f(self, Xnew, full_cov=False):
+        """Mean and variance (N*, Q) of the mixture q(f*) per latent (its first two moments); with
+        ``full_cov`` the mixture's covariance over the rows of Xnew per latent, (Q, N*, N*):
+        sum_k pi_k (C_k + b_k b_k^T) - b b^T with C_k = K** - A Kuf + A S_k A^T (eq. 11)."""
+        if not full_cov:
+            return mixture_moments(*self.predict_components(Xnew))
+        Xnew = self._check_new(Xnew)
+        pi, means, covs = self.posterior.pi, [], []
+        for j, lat in enumerate(self._latents(Xnew)):
+            mean = pi @ lat.mean  # [N*]
+            second = sum(p * (AS_k @ lat.At + np.outer(b_k, b_k)) for p, AS_k, b_k in zip(pi, lat.AS, lat.mean))
+            means.append(mean)
+            covs.append(self.kernels[j].K(Xnew) - lat.Kuf.T @ lat.At + second - np.outer(mean, mean))
+        return np.stack(means, axis=-1), np.stack(covs)
 
     def predict_f_quantiles(self, Xnew, probabilities=(0.025, 0.975)):
         """(N*, Q, len(probabilities)) quantiles of the mixture q(f*) per latent (not of a

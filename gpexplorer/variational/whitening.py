@@ -90,7 +90,7 @@ def whitened_block(model, packer, x):
         if n == "posterior":
             break
         start += packer.sizes[n]
-    model.assign_parameters(packer.unpack(x))
+    model.set_parameters(**packer.unpack(x))
     try:
         chols = [jittered_cholesky(covariances.Kuu(f, k), model.jitter, what="Kuu", warn=False)[0]
                  for k, f in zip(model.kernels, model.features)]

@@ -94,14 +94,14 @@ def local_side(model):
     the untimed call)."""
     def call(i):
         s = _nudge(i)
-        model.set_parameters({"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
+        model.set_parameters(**{"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
         return model.objective_and_gradient()
 
     return equal_timing.local(call)
 
 
 def reset(model):
-    model.set_parameters({"lengthscale": LENGTHSCALE, "noise_variance": NOISE_VARIANCE})
+    model.set_parameters(**{"lengthscale": LENGTHSCALE, "noise_variance": NOISE_VARIANCE})
     return model
 
 

@@ -89,7 +89,7 @@ def _scores(m, data, test, seed):
     f = data.f[test]
     g = m.forward.value(f[:, None])[:, 0]
     mf, vf = m.predict_f(data.X[test])
-    my, _ = m.predict_y(data.X[test], method="monte_carlo", n_samples=2000, seed=seed)
+    my, _ = m.predict_y(data.X[test], method="monte_carlo", num_samples=2000, seed=seed)
     return metrics.smse(f, mf[:, 0]), metrics.nlpd(f, mf[:, 0], vf[:, 0]), metrics.smse(g, my[:, 0])
 
 

@@ -130,13 +130,13 @@ def gpexplorer_model(p, estimator="quadrature", num_samples=2000, seed=SEED):
 
 
 def reset(model):
-    return model.set_parameters({"kernel0.lengthscale": LENGTHSCALE})
+    return model.set_parameters(**{"kernel0.lengthscale": LENGTHSCALE})
 
 
 def local_side(model):
     """``side(i) -> ms`` of one ``elbo(eval_gradient=True)``, nudged by call index (``side.call``: untimed)."""
     def call(i):
-        model.set_parameters({"kernel0.lengthscale": LENGTHSCALE * _nudge(i)})
+        model.set_parameters(**{"kernel0.lengthscale": LENGTHSCALE * _nudge(i)})
         return model.elbo(eval_gradient=True)
 
     return equal_timing.local(call)

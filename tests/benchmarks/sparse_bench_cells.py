@@ -130,7 +130,7 @@ def objective_roundoff(model, samples=6):
     ell = float(probe.kernel.lengthscale)
     values = []
     for i in range(samples):
-        probe.set_parameters({"lengthscale": ell * (1.0 + 1e-14 * i)})
+        probe.set_parameters(**{"lengthscale": ell * (1.0 + 1e-14 * i)})
         values.append(-probe.log_marginal_likelihood())
     return float(max(values) - min(values))
 
@@ -159,9 +159,9 @@ def finite_difference_check(model, step=FD_STEP, z_indices=None, tol=FD_TOL):
     probe = model.copy()
 
     def objective(params):
-        probe.set_parameters(params)
+        probe.set_parameters(**params)
         value = -probe.log_marginal_likelihood()
-        probe.set_parameters(base)
+        probe.set_parameters(**base)
         return value
 
     def richardson(moved):  # moved(d) -> parameter dict displaced by d
@@ -212,14 +212,14 @@ def gpexplorer_side(X, y, Z, approximation):
 
     def call(i):
         s = _nudge(i)
-        m.set_parameters({"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
+        m.set_parameters(**{"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
         return m.objective_and_gradient()
 
     return equal_timing.local(call), m
 
 
 def reset_gpexplorer(m):
-    m.set_parameters({"lengthscale": LENGTHSCALE, "noise_variance": NOISE_VARIANCE})
+    m.set_parameters(**{"lengthscale": LENGTHSCALE, "noise_variance": NOISE_VARIANCE})
     return m
 
 

@@ -97,7 +97,7 @@ class GPExplorer:
 
         def call(i):
             s = nudge(i)
-            m.set_parameters({"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
+            m.set_parameters(**{"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
             return m.objective_and_gradient()
 
         return call, lambda: float(m.log_marginal_likelihood())

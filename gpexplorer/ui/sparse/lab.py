@@ -242,7 +242,7 @@ class SparseRegressionLab(FitJobs, FeatureViews, LabBase):
             fitted_noise = ({n: o.final.noise_variance for n, o in self.fits.items()}
                             if self.fits and self.mode == "fitted" else None)
             with blas_threads(ds):
-                self.comparison = compare(ds, psets, inputs, n_samples=3 if self.settings.show_samples else 0,
+                self.comparison = compare(ds, psets, inputs, num_samples=3 if self.settings.show_samples else 0,
                                           fitted_noise=fitted_noise,
                                           sample_inputs=inputs[::SAMPLE_STRIDE] if ds.input_dim == 1 else None)
             self._attach_tightened(fitted_noise)
