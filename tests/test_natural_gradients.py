@@ -173,3 +173,24 @@ def test_refusals_name_the_reason():
 
 def test_gaussian_likelihood_zoo_class_is_what_the_fit_used():
     assert isinstance(_gaussian_model()[0].likelihood, zoo.Gaussian)
+
+
+@pytest.mark.parametrize("dataset", ["toy_binary", "coal"])
+def test_the_black_box_labs_fits_converge_within_its_default_budget(dataset):
+    """Issue 25: the coal LGCP and the binary toy, the lab's defaults with a full Gaussian and
+    the quadrature estimator: the lab fits by natural gradients, which converge within the
+    default budget (30 x 10 iterations) and end no lower than the paper's block-cyclic L-BFGS."""
+    from gpexplorer.ui.black_box import data, settings
+    from gpexplorer.variational import comparison
+
+    s = settings.BlackBoxSettings(dataset=dataset, estimator="quadrature")
+    problem = data.load(dataset)
+    options = settings.fit_options(s, problem)
+    result = comparison.fit_one(problem, "fg", options)
+    assert result.error is None
+    assert comparison.optimiser(result.model) == "natgrad"
+    assert result.convergence["converged"] is True
+    block = comparison.build_model(problem, "fg", options).fit(
+        max_iter=options["rounds"], method="block-lbfgs", evals_per_block=options["evals_per_block"],
+        stop_when_converged=True)
+    assert result.metrics["elbo"] >= -block.objective - 1e-6

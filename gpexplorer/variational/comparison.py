@@ -7,7 +7,9 @@ Fits that did not converge continue from where they stopped.
 
 The fit options are a dict: ``M`` (inducing inputs), ``likelihood`` (a name or an object) and
 ``likelihood_options``, ``estimator``, ``num_samples``, ``control_variate``, ``rounds`` and
-``evals_per_block`` (block-cyclic L-BFGS-B), ``stop_when_converged`` (default True).
+``evals_per_block`` (the budget: block-cyclic L-BFGS-B rounds, or ``rounds`` x ``evals_per_block``
+L-BFGS-B iterations where natural gradients move q(u), :func:`optimiser`), ``stop_when_converged``
+(default True).
 
 Everything runs on the caller's thread and returns plain numpy arrays and dicts; a job's
 ``report(fraction, message)`` and ``cancelled()`` are taken as plain callables. The inference is
@@ -25,7 +27,7 @@ import numpy as np
 
 from gpexplorer import kernels
 from gpexplorer.variational.savigp import SparseVariationalGP
-from gpexplorer.variational import estimators
+from gpexplorer.variational import estimators, natural_gradients
 from gpexplorer.variational.elbo import mixture_moments
 from gpexplorer.variational.prediction import mixture_quantiles
 
@@ -214,8 +216,19 @@ def fit_one(problem, posterior, options, callback=None):
     return _read_off(out, model, problem, res, time.perf_counter() - t0)
 
 
+def optimiser(model):
+    """The lab's optimiser for ``model``: "natgrad" (natural gradients for q(u) with L-BFGS-B over
+    the rest) where it applies (a full Gaussian, estimator quadrature or reparameterisation),
+    else "block-lbfgs" (the paper's block-cyclic L-BFGS-B)."""
+    return "natgrad" if natural_gradients.supports(model) is None else "block-lbfgs"
+
+
 def _fit(model, options, callback):
-    """The lab's optimiser: block-cyclic L-BFGS, stopped once converged (or stalled)."""
+    """Fit with :func:`optimiser`'s choice: natural gradients for at most ``rounds`` x
+    ``evals_per_block`` L-BFGS-B iterations over the rest, or block-cyclic L-BFGS for at most
+    ``rounds`` rounds, stopped once converged (or stalled)."""
+    if optimiser(model) == "natgrad":
+        return model.fit(max_iter=options["rounds"] * options["evals_per_block"], method="natgrad", callback=callback)
     return model.fit(max_iter=options["rounds"], method="block-lbfgs", evals_per_block=options["evals_per_block"],
                      callback=callback, stop_when_converged=options.get("stop_when_converged", True))
 

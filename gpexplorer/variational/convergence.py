@@ -53,7 +53,8 @@ search at a standstill counts as stalled, a clean one as converged.) For exact g
 (quadrature, reparameterisation) a failed line search at a standstill is the usual end at a
 maximum, limited by rounding, and counts as converged.
 
-**Joint L-BFGS** (``method="lbfgs"``): scipy's own test decides (its message "CONVERGENCE: ..."),
+**Joint L-BFGS** (``method="lbfgs"``, and ``"natgrad"``, whose L-BFGS-B runs over everything but
+q(u)): scipy's own test decides (its message "CONVERGENCE: ..."),
 a stop on ``max_iter`` is the budget, and a standstill of a score-function fit is checked as
 above; the last change is that of the last iteration. **Adam** has no convergence test here (its
 minibatch steps are noisy by design): "not assessed", ``converged`` None.
@@ -133,7 +134,7 @@ def assess(method, details, trace, max_iter, tau, exact_gradient, stopped=False,
     finite = [e for e in trace if math.isfinite(e.objective)]
     out = {"converged": None, "reason": "not assessed", "last_change": math.nan,
            "last_change_per_iteration": math.nan, "tolerance": float(tau), "iterations": 0,
-           "rounds": 0, "budget": int(max_iter), "exact_gradient": bool(exact_gradient),
+           "rounds": 0, "budget": int(max_iter), "budget_unit": "round", "exact_gradient": bool(exact_gradient),
            "exact_round_gain": None if exact_round is None else float(exact_round[0])}
     if stopped:
         return {**out, "converged": False, "reason": "stopped"}
@@ -151,7 +152,7 @@ def assess(method, details, trace, max_iter, tau, exact_gradient, stopped=False,
         message = str(details.get("lbfgs_message", ""))
         change = _last_change(finite)
         out.update(last_change=change, last_change_per_iteration=change, iterations=max(len(trace) - 1, 0),
-                   rounds=1)
+                   rounds=1, budget_unit="iteration")
         if not (message.startswith("CONVERGENCE") or message.startswith(LINE_SEARCH_FAILED)
                 or message == "nothing to optimise"):
             return {**out, "converged": False, "reason": "budget"}

@@ -117,10 +117,11 @@ def convergence_badge_html(result):
     c, p = result.convergence, result.posterior
     rate, tol = format_number(c.get("last_change_per_iteration")), format_number(c.get("tolerance"))
     if c["reason"] == "budget":
-        rounds = f"{c.get('budget')} round{'' if c.get('budget') == 1 else 's'}"
+        unit = c.get("budget_unit", "round")
+        rounds = f"{c.get('budget')} {unit}{'' if c.get('budget') == 1 else 's'}"
         text = (f"<b>{LABELS[p]} did not converge</b>: the fit ended on its budget of {rounds} with "
                 f"the ELBO still rising by {rate} per iteration (converged: at most {tol}). Its ELBO, bands and "
-                "metrics are those of an unfinished fit; <i>Continue</i> runs more rounds from where it stopped.")
+                "metrics are those of an unfinished fit; <i>Continue</i> runs the fit on from where it stopped.")
     else:
         samples = getattr(result.model, "num_samples", None)
         text = (f"<b>{LABELS[p]} did not converge</b>: it stalled (score-function gradients, S = {samples}: last "
