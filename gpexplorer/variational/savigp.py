@@ -4,7 +4,8 @@
 >>> m = SparseVariationalGP(X, Y, kernel=kernels.SquaredExponential(), Z=20, likelihood="bernoulli_logit",
 ...                         posterior="fg", estimator="score", num_samples=2000, seed=0)
 >>> m.elbo(eval_gradient=True)        # (value, {"posterior": ..., "kernel0.variance": ..., ...})
->>> m.fit(max_iter=50, method="block-lbfgs")   # or "lbfgs" (joint), "adam" (minibatches)
+>>> m.fit(max_iter=50)   # "auto": natural gradients for an FG q(u) with exact gradients, else "lbfgs";
+...                       # or method="block-lbfgs" (the paper's), "adam" (minibatches)
 >>> mean, var = m.predict_f(Xnew)     # mixture moments per latent, (N*, Q) each
 >>> m.predict_y(Xnew); m.predict_log_density(Xnew, Ynew); m.error_rate(Xnew, Ynew)
 
@@ -297,12 +298,17 @@ class SparseVariationalGP:
                 raise ValueError(f"cannot fix {f!r}: the parameters are {sorted(names)} (or the groups {GROUPS})")
         return out
 
-    def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="lbfgs",
+    def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="auto",
             batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None, whiten=True,
             stop_when_converged=False, convergence_tol=convergence.CONVERGENCE_TOL):
         """Maximise the ELBO; returns a :class:`gpexplorer.optimize.FitResult` (also ``fit_result``).
 
-        ``method``: "lbfgs" (L-BFGS-B jointly over every free parameter, ``max_iter`` iterations),
+        ``method``: "auto" (the default: "natgrad" where it applies, a full-Gaussian q(u) that is
+        not fixed and an estimator other than the score function, else "lbfgs"), "natgrad"
+        (L-BFGS-B over everything but q, ``max_iter`` iterations, with q(u) at its optimum for the
+        other parameters by natural-gradient steps at each evaluation:
+        :mod:`gpexplorer.variational.natural_gradients`),
+        "lbfgs" (L-BFGS-B jointly over every free parameter, ``max_iter`` iterations),
         "block-lbfgs" (the paper's scheme: ``max_iter`` rounds of L-BFGS-B over the blocks q,
         hyperparameters, likelihood, ``evals_per_block`` evaluations each) or "adam" (``max_iter``
         minibatch steps of ``batch_size`` rows, ``learning_rate``, a trace entry every
