@@ -19,6 +19,7 @@ Everything runs on the caller's thread and returns plain numpy arrays and dicts;
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -149,6 +150,22 @@ def expected_iterations(options):
     return max(1, options["rounds"] * 3 * options["evals_per_block"] * 0.8)
 
 
+def job_callback(live, posterior, offset, label, fraction, report, cancelled):
+    """A fit's callback for a job: each evaluation grows the live trace (iterations from
+    ``offset``), moves the progress bar to ``fraction(evaluations so far)`` with ``label``, and
+    stops the fit once the job is cancelled."""
+    count = itertools.count(1)
+
+    def callback(entry):
+        live.add(posterior, entry, offset)
+        k = next(count)
+        if report is not None:
+            report(fraction(k), f"{label}: iteration {entry.iteration + offset}, ELBO {-entry.objective:.4g}")
+        return bool(cancelled())
+
+    return callback
+
+
 def fit_all(problem, posteriors, options, live=None, report=None, cancelled=lambda: False):
     """Fit every posterior in turn; returns {"results": {posterior: PosteriorResult}, "variance":
     the variance curve at the first fitted posterior's marginals (or None), "note": a typed
@@ -158,17 +175,8 @@ def fit_all(problem, posteriors, options, live=None, report=None, cancelled=lamb
     results, n = {}, len(posteriors)
     expected = expected_iterations(options)
     for i, post in enumerate(posteriors):
-        counter = {"n": 0}
-
-        def callback(entry, post=post, i=i, counter=counter):
-            live.add(post, entry)
-            counter["n"] += 1
-            if report is not None:
-                report((i + min(0.95, counter["n"] / expected)) / (n + 0.3),
-                       f"fitting {post.upper()} ({i + 1} of {n}): iteration {entry.iteration}, "
-                       f"ELBO {-entry.objective:.4g}")
-            return bool(cancelled())
-
+        callback = job_callback(live, post, 0, f"fitting {post.upper()} ({i + 1} of {n})",
+                                lambda k, i=i: (i + min(0.95, k / expected)) / (n + 0.3), report, cancelled)
         results[post] = fit_one(problem, post, options, callback)
         if cancelled():
             return None
@@ -277,17 +285,8 @@ def continue_all(problem, previous, options, live=None, report=None, cancelled=l
     for i, (post, before) in enumerate(previous.items()):
         live.start_from(post, before.trace)
         offset = before.trace["iteration"][-1] + 1 if before.trace.get("iteration") else 0
-        counter = {"n": 0}
-
-        def callback(entry, post=post, i=i, counter=counter, offset=offset):
-            live.add(post, entry, offset)
-            counter["n"] += 1
-            if report is not None:
-                report((i + min(0.95, counter["n"] / expected)) / n,
-                       f"continuing {post.upper()} ({i + 1} of {n}): iteration {entry.iteration + offset}, "
-                       f"ELBO {-entry.objective:.4g}")
-            return bool(cancelled())
-
+        callback = job_callback(live, post, offset, f"continuing {post.upper()} ({i + 1} of {n})",
+                                lambda k, i=i: (i + min(0.95, k / expected)) / n, report, cancelled)
         results[post] = continue_one(problem, before, options, callback)
         if cancelled():
             return None
