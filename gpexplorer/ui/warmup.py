@@ -229,7 +229,7 @@ def sparse_features():
     kernel = kernels.SquaredExponential()
     grid = default_grid(ds.X, n=50)
     for name, cls in inducing.FEATURES.items():
-        if name == "points":
+        if cls is inducing.InducingPoints:  # warmed up by the other stages
             continue
         try:
             feature = cls.from_data(ds.X, 6, kernel, seed=0)

@@ -14,6 +14,7 @@ import numpy as np
 import panel as pn
 
 from gpexplorer._threads import threads_for
+from gpexplorer.inducing import InducingFeature
 from gpexplorer.sparse import studies
 from gpexplorer.sparse.comparison import APPROXIMATIONS, build_model, parameter_key
 from gpexplorer.sparse.joint_fit import continue_fits, convergence_badges, fit_all
@@ -119,7 +120,7 @@ class FitJobs:
         self._start("sweep", lambda job: studies.m_sweep(
             ds, p.kernel, p.noise_variance, Ms, z_init=s.z_init, seed=s.seed, max_iter=s.max_iter,
             progress=job.report, cancelled=lambda: job.cancelled, tighten_upper_bound=TIGHTEN_ITERATIONS,
-            inducing=None if s.feature == "points" else p.inducing))
+            inducing=p.inducing if isinstance(p.inducing, InducingFeature) else None))
 
     def start_tighten(self):
         """Minimise the upper bound over its own Z at each shown approximation's parameters."""
