@@ -77,6 +77,8 @@ class PointwiseLikelihood:
     #: from random means (a product of latents, as in the GPRN, has zero gradient there)
     prior_start_is_saddle: bool = False
     param_layout: dict = {}
+    #: natural-scale (low, high) of a page's slider per parameter (``Parameter.slider``)
+    sliders: dict = {}
 
     def __init__(self):
         self._values = {}
@@ -90,7 +92,7 @@ class PointwiseLikelihood:
         out = {}
         for name, (transform, _) in self.param_layout.items():
             default = POSITIVE_RANGE if transform == "log" else (-math.inf, math.inf)
-            out[name] = Parameter(name, *self._bounds.get(name, default), transform)
+            out[name] = Parameter(name, *self._bounds.get(name, default), transform, slider=self.sliders.get(name))
         return out
 
     @property
