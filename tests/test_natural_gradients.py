@@ -163,6 +163,10 @@ def test_refusals_name_the_reason():
     mog = SparseVariationalGP(X, y, SquaredExponential(), Z, "gaussian", posterior=("mog", 2))
     with pytest.raises(ValueError, match="not an exponential family"):
         mog.fit(max_iter=5, method="natgrad")
+    mog1 = SparseVariationalGP(X, y, SquaredExponential(), Z, "gaussian", posterior="mog1")
+    with pytest.raises(ValueError, match="diagonal Gaussian's steps"):
+        mog1.fit(max_iter=5, method="natgrad")
+    assert mog1.fit(max_iter=5).details["method"] == "lbfgs"  # "auto" falls back
     score = SparseVariationalGP(X, y, SquaredExponential(), Z, "gaussian", estimator="score", num_samples=50)
     with pytest.raises(ValueError, match="score estimator"):
         score.fit(max_iter=5, method="natgrad")
