@@ -41,6 +41,7 @@ if "numpy" not in sys.modules and "numba" not in sys.modules:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import gc  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -94,10 +95,13 @@ class GPExplorer:
 
     def evaluator(self, X, y, Z, approximation):
         m = self.model(X, y, Z, approximation)
+        # set_parameters(**values) here; an older checkout (the pre-move baseline) takes one dict
+        keywords = any(p.kind is p.VAR_KEYWORD for p in inspect.signature(m.set_parameters).parameters.values())
 
         def call(i):
             s = nudge(i)
-            m.set_parameters(**{"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s})
+            values = {"lengthscale": LENGTHSCALE * s, "noise_variance": NOISE_VARIANCE * s}
+            m.set_parameters(**values) if keywords else m.set_parameters(values)
             return m.objective_and_gradient()
 
         return call, lambda: float(m.log_marginal_likelihood())
