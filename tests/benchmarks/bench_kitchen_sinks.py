@@ -200,7 +200,7 @@ def main(argv=None):
                         help="random-feature kernel (default: the latent kernel)")
     parser.add_argument("--folds", type=int, default=None, help="toy folds (default 5, --quick 1)")
     parser.add_argument("--compare-scan", action="store_true",
-                        help="toy part: fit() with and without the lengthscale scan, interleaved per fold")
+                        help="toy part: fit() with and without the lengthscale scan, alternating per fold")
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "

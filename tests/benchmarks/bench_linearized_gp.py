@@ -3,7 +3,7 @@
     python tests/benchmarks/bench_linearized_gp.py                 # 5 folds, every Table 1 row
     python tests/benchmarks/bench_linearized_gp.py --quick         # 2 folds, 1 repeat, sin + identity
     python tests/benchmarks/bench_linearized_gp.py --json out.json # also write every number
-    python tests/benchmarks/bench_linearized_gp.py --method fisher,cobyla  # interleaved A/B
+    python tests/benchmarks/bench_linearized_gp.py --method fisher,cobyla  # alternating A/B
 
 For each forward model of Table 1 (identity, poly3, exp, sin, tanh2; and sign_cubic, UGP only,
 as in the paper's Figure 1) and each of EGP / UGP it fits ``LinearizedGP`` on the 5 folds of

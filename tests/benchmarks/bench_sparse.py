@@ -256,7 +256,7 @@ def main(argv=None):
     parser.add_argument("--peers", default="gpflow,gpytorch",
                         help="worker peers, comma-separated, each in its own venv (README.md); '' for none")
     parser.add_argument("--baseline", metavar="CHECKOUT", help="also time gpexplorer from this checkout "
-                        "(e.g. the pre-move worktree), interleaved, with this venv")
+                        "(e.g. the pre-move worktree), alternating with the other sides, with this venv")
     parser.add_argument("--calls", type=int, help="timed calls per side and cell, the same for every side (default: "
                         f"as many as fit {CELL_SECONDS:g} s of alternating rounds, {MIN_CALLS}-{MAX_CALLS}; quick "
                         f"{QUICK_CELL_SECONDS:g} s, {QUICK_MIN_CALLS}-{QUICK_MAX_CALLS})")

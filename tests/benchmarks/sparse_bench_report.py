@@ -142,7 +142,7 @@ def _jsonable(obj):
 
 
 def format_comparison(results):
-    """Markdown for the interleaved comparison, the targets and the N = 10^6 runs."""
+    """Markdown for the comparison with the workers, the targets and the N = 10^6 runs."""
     lines = []
     names = [n for n in ("gpexplorer", "baseline", "gpflow", "gpytorch")
              if any(n in c.get("compare", {}).get("sides", {}) for c in results["cells"])]
