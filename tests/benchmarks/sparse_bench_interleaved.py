@@ -69,7 +69,7 @@ def remote_side(worker, task):
     return lambda i: worker.ask({**task, "repeats": 1, "start": i})["times_ms"][0]
 
 
-def compare_cell(workers, N, M, approximation, directory, calls=None, budget_seconds=CELL_SECONDS,
+def compare_cell(workers, N, M, approximation, directory, *, calls=None, budget_seconds=CELL_SECONDS,
                  min_calls=MIN_CALLS, max_calls=MAX_CALLS, with_gpy=False, gemm=False, log=None):
     """Objective + gradient timings (ms) of every side in alternating single calls, the same number
     per side (``equal_timing.alternate``): this process's gpexplorer, GPy (``with_gpy``), every worker
