@@ -69,7 +69,8 @@ class BlackBoxSettings(param.Parameterized):
     # x posterior x estimator converges or is flagged (tests/benchmarks/black_box_convergence.py)
     rounds = param.Integer(default=30, bounds=(1, 100), label="Rounds (at most)",
                            doc="Rounds of L-BFGS over the blocks q(u), hyperparameters, likelihood; the fit stops "
-                               "earlier once converged")
+                               "earlier once converged. FG with exact gradients (natural gradients for q(u)): "
+                               "rounds x evaluations per block L-BFGS iterations at most")
     evals_per_block = param.Integer(default=10, bounds=(2, 100), label="Evaluations per block",
                                     doc="L-BFGS evaluations per block and round (the paper: 25)")
 

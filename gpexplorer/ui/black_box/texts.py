@@ -39,8 +39,10 @@ EXPLAIN = {
         "band (exp of q(f*)'s 5 and 95 % quantiles) over counts per year of each bin. Classification: "
         "p(y = 1) = E_q[sigmoid(f*)]. Regression: y* with its 90 % band."),
     "elbo": (
-        "<b>ELBO</b> over the L-BFGS iterations of the block optimiser (q(u), then the hyperparameters and "
-        "inducing inputs, then likelihood parameters, each round), drawn live while fitting. Below, its three "
+        "<b>ELBO</b> over the L-BFGS iterations, drawn live while fitting: MoG's by the block optimiser (q(u), "
+        "then the hyperparameters and inducing inputs, then likelihood parameters, each round); FG's, with "
+        "quadrature or reparameterisation, over the hyperparameters and inducing inputs with q(u) brought to its "
+        "optimum by natural-gradient steps at each one (the score function: the block optimiser). Below, its three "
         "terms: the expected log likelihood (what the estimator estimates), the entropy of q(u) (exact for "
         "FG and MoG1, the Jensen bound for MoG2) and the cross term. ELBO = ELL + entropy + cross."),
     "variance": (
