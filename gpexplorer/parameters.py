@@ -135,21 +135,12 @@ class KernelAndNoise:
     def _set_component_bounds(self, name, spec):
         self.kernel.set_bounds(**{name: (spec.lower, spec.upper)})
 
-    def set_parameters(self, mapping=None, /, **values):
+    def set_parameters(self, **values):
         """Assign parameters by name, validated: ``set_parameters(lengthscale=0.5)`` or
-        ``set_parameters(other.parameters)``."""
-        params = {**(mapping or {}), **values}
+        ``set_parameters(**other.parameters)`` (an optimiser's values too: one path, always checked)."""
+        params = dict(values)
         if NOISE in params:
             self.noise_variance = positive(NOISE, params.pop(NOISE), allow_array=False)
         if params:
             self.kernel.set_parameters(**params)
-        return self
-
-    def assign_parameters(self, values: dict):
-        """Assign already-valid values without checks (an optimiser's exp() of bounded logs)."""
-        values = dict(values)
-        if NOISE in values:
-            self.noise_variance = float(values.pop(NOISE))
-        if values:
-            self.kernel.assign_unchecked(values)
         return self

@@ -455,3 +455,72 @@ def test_no_private_scipy_module_is_imported(tmp_path):
     bad.write_text("from scipy.optimize import _lbfgsb\nimport scipy.optimize._minimize\n"
                    "from scipy.optimize._lbfgsb_py import status_messages\nfrom scipy.optimize import minimize\n")
     assert len(private_scipy_imports([bad])) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 25, item 6: no function or method in the package, Python or jitted, takes more than
+# MAX_POSITIONAL positional parameters. The receiver of a method (``self``, ``cls``: the first
+# parameter of a function defined in a class body, unless it is a staticmethod) is not counted:
+# a caller never passes it in the argument list. Positional-only parameters count; ``*args``
+# and keyword-only parameters do not. Beyond 8: keyword-only parameters (``*``), an options
+# dataclass or a named tuple.
+# ---------------------------------------------------------------------------------------------
+
+MAX_POSITIONAL = 8
+
+
+def positional_parameters(function, in_class):
+    args = function.args
+    n = len(args.posonlyargs) + len(args.args)
+    decorators = {getattr(d, "id", getattr(d, "attr", "")) for d in function.decorator_list}
+    return n - 1 if in_class and n and "staticmethod" not in decorators else n
+
+
+def long_signatures(modules, limit=MAX_POSITIONAL):
+    """``path:line name (n positional parameters)`` for every def of ``modules`` over ``limit``."""
+    out = []
+
+    def visit(node, name, in_class):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = positional_parameters(child, in_class)
+                if n > limit:
+                    out.append(f"{_where(modules, name, child.lineno)} {child.name} ({n} positional parameters)")
+            visit(child, name, isinstance(child, ast.ClassDef))
+
+    for name, path in modules.items():
+        visit(_tree(path), name, False)
+    return out
+
+
+SYNTHETIC_SIGNATURES = {
+    "__init__.py": "",
+    "flat.py": "def nine(a, b, c, d, e, f, g, h, i):\n    pass\n\n\n"
+               "def eight_then_keywords(a, b, c, d, e, f, g, h, *, i, j, k=1):\n    pass\n\n\n"
+               "def star_args(a, *rest, **options):\n    pass\n\n\n"
+               "def outer():\n    def inner(a, b, c, d, e, f, g, h, i, /):\n        pass\n",
+    "cls.py": "class Model:\n    def method(self, a, b, c, d, e, f, g, h):\n        pass\n\n"
+              "    @classmethod\n    def build(cls, a, b, c, d, e, f, g, h):\n        pass\n\n"
+              "    @staticmethod\n    def helper(a, b, c, d, e, f, g, h, i):\n        pass\n\n"
+              "    async def wide(self, a, b, c, d, e, f, g, h, i):\n        pass\n",
+}
+
+
+def test_long_signature_checker_on_a_synthetic_package(tmp_path):
+    for name, text in SYNTHETIC_SIGNATURES.items():
+        (tmp_path / "pkg").mkdir(exist_ok=True)
+        (tmp_path / "pkg" / name).write_text(text)
+    found = long_signatures(module_map(tmp_path, tmp_path / "pkg"))
+    assert sorted(found) == [
+        "pkg/cls.py:10 helper (9 positional parameters)",  # a staticmethod has no receiver
+        "pkg/cls.py:13 wide (9 positional parameters)",  # self not counted, the other 9 are
+        "pkg/flat.py:1 nine (9 positional parameters)",
+        "pkg/flat.py:14 inner (9 positional parameters)",  # nested, positional-only
+    ]
+
+
+def test_no_function_takes_more_than_8_positional_parameters():
+    assert long_signatures(MODULES, limit=5), "the walk finds signatures"  # the checker reads the package
+    found = long_signatures(MODULES)
+    assert not found, f"over {MAX_POSITIONAL} positional parameters (make the rest keyword-only, or pass an " \
+                      "options dataclass / named tuple):\n" + "\n".join(found)

@@ -51,7 +51,7 @@ def best_of_starts(search, x0, lo, hi, restarts, seed):
     return best, optimize.summaries(runs)
 
 
-def fit_free_energy(model, max_iter, fixed, restarts, seed, callback, method, xtol, ftol, initial_step):
+def fit_free_energy(model, max_iter, fixed, restarts, seed, callback, *, method, xtol, ftol, initial_step):
     """The search of :meth:`gpexplorer.linearized.gp.LinearizedGP.fit` (arguments checked there):
     maximise the free energy (EGP paper eq. 41) over the log-parameters of ``model`` in the box of
     its ``parameter_specs``, by Fisher scoring or a scipy derivative-free method
@@ -72,7 +72,7 @@ def fit_free_energy(model, max_iter, fixed, restarts, seed, callback, method, xt
     bests = []  # the best evaluation of every search so far
 
     def search(x_start):
-        model.assign_parameters(initial)
+        model.set_parameters(**initial)
         objective = FreeEnergyObjective(model, packer, lo, hi, fixed_values, callback)
         success, message, iterations, stopped = True, "nothing to optimise: every parameter is fixed", None, False
         try:
@@ -113,6 +113,6 @@ def fit_free_energy(model, max_iter, fixed, restarts, seed, callback, method, xt
 
 def _adopt(model, best):
     """Leave a LinearizedGP at a search's best evaluation: its parameters and posterior."""
-    model.assign_parameters(best["params"])
+    model.set_parameters(**best["params"])
     if best["post"] is not None:
         model.adopt_posterior(best["post"], best["K"])

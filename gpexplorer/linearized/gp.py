@@ -173,15 +173,9 @@ class LinearizedGP(KernelAndNoise):
         self._last_post = None  # survives parameter changes: the source of warm starts
         self._K = None
 
-    def set_parameters(self, mapping=None, /, **values):
+    def set_parameters(self, **values):
         """Assign kernel hyperparameters and/or ``noise_variance`` by name; drops the posterior."""
-        super().set_parameters(mapping, **values)
-        self._post, self._K = None, None
-        return self
-
-    def assign_parameters(self, values: dict):
-        """Unchecked assignment (an optimiser's values); drops the posterior."""
-        super().assign_parameters(values)
+        super().set_parameters(**values)
         self._post, self._K = None, None
         return self
 
@@ -420,6 +414,6 @@ class LinearizedGP(KernelAndNoise):
             raise ValueError("callback must be callable")
         seed = validation.seed(seed)
         restarts = validation.count("restarts", restarts, 0, validation.MAX_ITERATIONS)
-        self.fit_result = fit_free_energy(self, max_iter, fixed, restarts, seed, callback, method, xtol, ftol,
-                                          initial_step)
+        self.fit_result = fit_free_energy(self, max_iter, fixed, restarts, seed, callback, method=method, xtol=xtol,
+                                          ftol=ftol, initial_step=initial_step)
         return self.fit_result

@@ -1,7 +1,7 @@
 """Argument checks and parameters of :class:`gpexplorer.linearized.kitchen_sinks.LinearizedKitchenSinks`:
 every bad input (wrong shape, NaN / inf, empty data, absurd hyperparameters or loop options) becomes
 a ValueError that says what was expected; :class:`KitchenSinksParameters` gives the model the
-``parameters`` / ``set_parameters`` / ``assign_parameters`` / ``parameter_specs`` / ``set_bounds``
+``parameters`` / ``set_parameters`` / ``parameter_specs`` / ``set_bounds``
 of every model (:mod:`gpexplorer.parameters`), the noise variances Sigma, weight variances omega_q^2
 (EKS eq. 7-8) and feature lengthscales (eq. 10)."""
 
@@ -116,10 +116,9 @@ class KitchenSinksParameters:
         self._bounds = {**self._bounds, **{name: (specs[name].lower, specs[name].upper) for name in bounds}}
         return self
 
-    def set_parameters(self, mapping=None, /, **values):
+    def set_parameters(self, **values):
         """Change hyperparameters by name, validated (``set_parameters(lengthscale=0.5)`` or
-        ``set_parameters(other.parameters)``); the posterior is recomputed (warm-started) on next use."""
-        values = {**(mapping or {}), **values}
+        ``set_parameters(**other.parameters)``); the posterior is recomputed (warm-started) on next use."""
         for name, value in values.items():
             if name == "noise_variance":
                 values[name] = positive_parameter(name, value, self.n_outputs, "one per output")[0]
@@ -127,12 +126,7 @@ class KitchenSinksParameters:
                 values[name] = positive_parameter(name, value, self.n_latent, "one per latent task")[0]
             elif name != "lengthscale":
                 raise ValueError(f"unknown parameter {name!r}; choose from {list(PARAMETER_NAMES)}")
-        return self.assign_parameters(values)  # the lengthscale is checked by the feature map
-
-    def assign_parameters(self, values: dict):
-        """Assign values without the checks of :meth:`set_parameters` (an optimiser's exp() of
-        bounded logs, full-length arrays); the posterior is recomputed on next use."""
-        for name, value in values.items():
+        for name, value in values.items():  # the lengthscale is checked by the feature map
             if name == "lengthscale":
                 if not np.array_equal(np.asarray(value, dtype=float), np.asarray(self.features.lengthscale)):
                     self.features.lengthscale = value
@@ -140,8 +134,6 @@ class KitchenSinksParameters:
             elif name in ("noise_variance", "weight_variance"):
                 size = self.n_outputs if name == "noise_variance" else self.n_latent
                 setattr(self, name, np.broadcast_to(np.asarray(value, dtype=float), (size,)).copy())
-            else:
-                raise ValueError(f"unknown parameter {name!r}; choose from {list(PARAMETER_NAMES)}")
         self._stale = True  # the old posterior stays as the warm start
         return self
 

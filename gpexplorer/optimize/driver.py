@@ -70,7 +70,7 @@ def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol
         yield initial  # the first run starts where the model is
         for _ in range(int(restarts)):
             params = _perturbed_start(model, packer, initial, rng)
-            model.set_parameters(params)
+            model.set_parameters(**params)
             yield params
 
     def search(params):
@@ -79,7 +79,7 @@ def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol
     with _threads.single_threaded():  # L-BFGS-B's own length-P vectors never want threads
         best, runs = best_of_starts(search, starts())
     if best is not runs[-1]:  # each run leaves the model at its own best
-        model.set_parameters(best["params"])
+        model.set_parameters(**best["params"])
     return FitResult(
         success=best["success"], message=best["message"], objective=best["objective"],
         n_iter=best["n_iter"], n_eval=best["n_eval"], trace=best["trace"], restarts=summaries(runs),
@@ -110,7 +110,7 @@ class ModelObjective:
         nat = self.packer.natural(x)
         self.n_eval += 1
         try:
-            self.model.assign_parameters(self.packer.values_of(nat))  # exp() of bounded logs: positive, finite
+            self.model.set_parameters(**self.packer.values_of(nat))  # exp() of bounded logs: positive, finite
             if self.threads:
                 with _threads.threads_for(self.work, self.threads):
                     F, grads, terms = self.model.objective_and_gradient()
@@ -169,7 +169,7 @@ def _single_run(model, packer, params, max_iter, callback, tol, threads, cancel)
     else:
         values = packer.values_of(nat.copy())
         final_params = {k: values[k] if k in values else fixed_values[k] for k in order}
-    model.set_parameters(final_params)
+    model.set_parameters(**final_params)
     return {"params": final_params, "objective": F_final, "success": success, "message": message,
             "n_iter": nit, "n_eval": objective.n_eval, "trace": trace, "stopped": stopped,
             "cancelled": cancelled}

@@ -205,17 +205,12 @@ class SparseGPR(_GPRBase):
     def _feature_values(self, params):
         return {n: params.pop(n) for n in self.inducing.param_names if n in params}
 
-    def set_parameters(self, mapping=None, /, **values):
-        params = {**(mapping or {}), **values}
+    def set_parameters(self, **values):
+        params = dict(values)
         feature = self._feature_values(params)
         if feature:
             self.inducing.set_parameters(**feature)
         return super().set_parameters(**params)
-
-    def assign_parameters(self, values: dict):
-        values = dict(values)
-        self.inducing.assign_unchecked(self._feature_values(values))
-        return super().assign_parameters(values)
 
     def _set_component_bounds(self, name, spec):
         if name in self.inducing.param_names:

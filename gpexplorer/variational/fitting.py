@@ -180,7 +180,7 @@ class Evaluator:
 
     def assign(self, x):
         values = self.packer.unpack(x)
-        self.model.assign_parameters(values)
+        self.model.set_parameters(**values)
         return values
 
     def at(self, x, gradient=True):
@@ -253,7 +253,7 @@ def block_indices(packer):
     return {b: np.array(v, dtype=int) for b, v in out.items() if v}
 
 
-def _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block, tol, details, whiten=True,
+def _run_lbfgs(model, ev, rec, x0, max_iter, method, *, evals_per_block, tol, details, whiten=True,
                stop_when_converged=False, tau=0.0):
     F0, _, terms0 = ev.at(x0)
     rec.record(x0, F0, terms0, notify=False)
@@ -291,7 +291,7 @@ def _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block, tol, detai
     return run.x, run.n_iter, run.message
 
 
-def _run_adam(model, ev, rec, x0, max_iter, batch_size, learning_rate, trace_every, rng):
+def _run_adam(model, ev, rec, x0, max_iter, *, batch_size, learning_rate, trace_every, rng):
     N, Q = model.X.shape[0], model.Q
     B = N if batch_size is None else int(batch_size)
     lo, hi = ev.packer.box()
@@ -323,7 +323,7 @@ def _run_adam(model, ev, rec, x0, max_iter, batch_size, learning_rate, trace_eve
     return x, int(max_iter), f"{int(max_iter)} Adam steps (batch size {B})"
 
 
-def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=None, method="auto",
+def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=None, *, method="auto",
         batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None, whiten=True,
         stop_when_converged=False, convergence_tol=convergence.CONVERGENCE_TOL):
     """Maximise the ELBO of ``model`` (module docstring); ``fixed`` is a set of parameter names.
@@ -347,19 +347,21 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
 
     def starts():  # drawn lazily: the restarts' draws follow the previous run's (Adam's) from the same rng
         for start in range(int(restarts) + 1):
-            model.assign_parameters(initial)
+            model.set_parameters(**initial)
             if start > 0:
                 _restart(model, packer, rng)
             yield start
 
     def search(_):
-        return _one_run(model, packer, fixed_values, callback, method, max_iter, batch_size, learning_rate,
-                        evals_per_block, trace_every, tol, rng, whiten, (stop_when_converged, tau))
+        return _one_run(model, packer, fixed_values, callback, method=method, max_iter=max_iter,
+                        batch_size=batch_size, learning_rate=learning_rate, evals_per_block=evals_per_block,
+                        trace_every=trace_every, tol=tol, rng=rng, whiten=whiten,
+                        stopping=(stop_when_converged, tau))
 
     with _threads.single_threaded():  # small BLAS calls: threads cost milliseconds each on a shared machine
         chosen, runs = best_of_starts(search, starts())
     stopped = runs[-1]["stopped"]
-    model.set_parameters(chosen["best"].params)
+    model.set_parameters(**chosen["best"].params)
     details = {**chosen["details"], "method": method, "objective": kind, "stopped": stopped,
                "whitened_q": bool(whiten and method in ("lbfgs", "block-lbfgs") and "posterior" in packer.names
                                   and not model.posterior.diagonal and model.posterior.K == 1),
@@ -380,7 +382,7 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
                      elapsed=time.perf_counter() - t0, details=details)
 
 
-def _one_run(model, packer, fixed_values, callback, method, max_iter, batch_size, learning_rate, evals_per_block,
+def _one_run(model, packer, fixed_values, callback, *, method, max_iter, batch_size, learning_rate, evals_per_block,
              trace_every, tol, rng, whiten=True, stopping=(False, 0.0)):
     """One optimisation from where the model is; returns its summary, best entry and trace."""
     x0 = packer.pack(model.parameters)
@@ -391,10 +393,12 @@ def _one_run(model, packer, fixed_values, callback, method, max_iter, batch_size
         if method == "natgrad":
             _, nit, message = natural_gradients.run(model, ev, rec, x0, max_iter, tol, details)
         elif method == "adam":
-            _, nit, message = _run_adam(model, ev, rec, x0, max_iter, batch_size, learning_rate, trace_every, rng)
+            _, nit, message = _run_adam(model, ev, rec, x0, max_iter, batch_size=batch_size,
+                                        learning_rate=learning_rate, trace_every=trace_every, rng=rng)
         else:
-            _, nit, message = _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block, tol, details, whiten,
-                                         *stopping)
+            _, nit, message = _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block=evals_per_block,
+                                         tol=tol, details=details, whiten=whiten, stop_when_converged=stopping[0],
+                                         tau=stopping[1])
         success = True
     except Stop:
         nit, message, success, stopped = len(rec.trace) - 1, "stopped by the callback", False, True
@@ -420,18 +424,18 @@ def exact_round_gain(model, packer, fixed_values, evals_per_block, whiten=True):
         if not start < FAILED_OBJECTIVE:
             return None
         _, nit, _ = _run_lbfgs(model, ev, Recorder(model, packer, fixed_values, None), x0, 1, "block-lbfgs",
-                               evals_per_block, None, {}, whiten)
+                               evals_per_block=evals_per_block, tol=None, details={}, whiten=whiten)
         return float(start - ev.best[0]), int(nit)
     finally:
         model.estimator, model.control_variate = estimator, cv
-        model.assign_parameters(saved)
+        model.set_parameters(**saved)
 
 
 def _restart(model, packer, rng):
     """Log-parameters moved by N(0, 0.5^2) within their boxes, q(u) reset to the prior there."""
     lo, hi = packer.box()
     x = perturb_log(packer.pack(model.parameters), lo, hi, rng, packer.is_log)
-    model.assign_parameters(packer.unpack(x))
+    model.set_parameters(**packer.unpack(x))
     if "posterior" in packer.names:
         model.reset_posterior(int(rng.integers(2 ** 31)))
 

@@ -113,7 +113,7 @@ class SparseVariationalGP:
         options = dict(options or {})
         if isinstance(likelihood, (str, PointwiseLikelihood)):
             return get_likelihood(likelihood, **options)
-        needed = ("n_latent", "validate", "log_density", "parameter_specs", "parameters", "assign_unchecked")
+        needed = ("n_latent", "validate", "log_density", "parameter_specs", "parameters", "set_parameters")
         missing = [n for n in needed if not hasattr(likelihood, n)]
         if missing:
             raise ValueError(f"likelihood must be a registered name or a pointwise likelihood; "
@@ -209,9 +209,9 @@ class SparseVariationalGP:
             out[name] = v.copy() if isinstance(v, np.ndarray) else v
         return out
 
-    def set_parameters(self, mapping=None, /, **values):
-        """Validated assignment by name (see the module docstring for the names)."""
-        values = {**(mapping or {}), **values}
+    def set_parameters(self, **values):
+        """Validated assignment by name (see the module docstring for the names); an optimiser's
+        values take the same path (one spelling, always checked)."""
         named = self._named()
         unknown = set(values) - set(named) - {"posterior"}
         if unknown:
@@ -240,20 +240,6 @@ class SparseVariationalGP:
                                  f"parameters {sorted(n for n in named if not n.startswith('feature'))}")
             owner.set_bounds(**{named[name][1]: box})
         return self
-
-    def assign_parameters(self, values: dict):
-        """Set already-valid values (an optimiser's), "posterior" included; returns self."""
-        values = dict(values)
-        if "posterior" in values:
-            self.posterior.set_free(values.pop("posterior"))
-        self._assign(values)
-        return self
-
-    def _assign(self, values):
-        named = self._named()
-        for name, v in values.items():
-            owner, n, _ = named[name]
-            owner.assign_unchecked({n: v})
 
     # objective ---------------------------------------------------------------------------------
     def evaluate(self, eval_gradient=False):
