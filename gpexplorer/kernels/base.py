@@ -106,14 +106,20 @@ class Kernel:
     def Kdiag(self, X):
         raise NotImplementedError
 
-    def grad_params(self, dL_dK, X, X2=None) -> dict:
-        raise NotImplementedError
+    def grad_params(self, dL_dK, X, X2=None, K=None) -> dict:
+        """From :meth:`grad_params_and_X` where a kernel implements only that single pass."""
+        if type(self).grad_params_and_X is Kernel.grad_params_and_X:
+            raise NotImplementedError
+        return self.grad_params_and_X(dL_dK, X, X2, K=K)[0]
 
     def grad_params_diag(self, dL_dKdiag, X) -> dict:
         raise NotImplementedError
 
-    def grad_X(self, dL_dK, X, X2=None):
-        raise NotImplementedError
+    def grad_X(self, dL_dK, X, X2=None, K=None):
+        """From :meth:`grad_params_and_X` where a kernel implements only that single pass."""
+        if type(self).grad_params_and_X is Kernel.grad_params_and_X:
+            raise NotImplementedError
+        return self.grad_params_and_X(dL_dK, X, X2, K=K)[1]
 
     def grad_params_and_X(self, dL_dK, X, X2=None, K=None):
         """Both contractions; kernels override this with a single pass where it pays."""
@@ -254,12 +260,6 @@ class Product(Combination):
             params.update(self._prefix(i, p))
             dX = dX + g
         return params, dX
-
-    def grad_params(self, dL_dK, X, X2=None, K=None):
-        return self.grad_params_and_X(dL_dK, X, X2)[0]
-
-    def grad_X(self, dL_dK, X, X2=None, K=None):
-        return self.grad_params_and_X(dL_dK, X, X2)[1]
 
     def grad_params_diag(self, dL_dKdiag, X):
         parts = [k.Kdiag(X) for k in self.kernels]

@@ -310,29 +310,15 @@ def run_snelson(args, worker, result):
     sides = {}
 
     def ours(method):
-        name = f"gpexplorer {method}"
-        fits[name] = {"timed": []}
-
-        def call(i):
-            out = ours_snelson_fit(problem, method)
-            _keep(fits[name], i, out)
-            return 1e3 * out["seconds"]
-
-        sides[name] = call
+        add_side(sides, fits, f"gpexplorer {method}", lambda: ours_snelson_fit(problem, method))
 
     def gpflow(whiten, lr):
         name = f"GPflow natgrad+Adam {'whitened' if whiten else 'unwhitened'} lr={lr:g}"
-        fits[name] = {"timed": []}
         stop_at = optimum - 0.01 if args.quick else None
         max_seconds = 10.0 if args.quick else MAX_SECONDS_GPFLOW
-
-        def call(i):
-            out = worker.ask(kind="fit", data=data, whiten=whiten, lr=lr, max_iter=MAX_ITER_GPFLOW,
-                             max_seconds=max_seconds, stop_at=stop_at)
-            _keep(fits[name], i, out)
-            return 1e3 * out["seconds"]
-
-        sides[name] = call
+        add_side(sides, fits, name, lambda: worker.ask(kind="fit", data=data, whiten=whiten, lr=lr,
+                                                       max_iter=MAX_ITER_GPFLOW, max_seconds=max_seconds,
+                                                       stop_at=stop_at))
 
     # the cyclic order of every round: ours, GPflow, ours, GPflow, ...
     ours("natgrad")
@@ -357,6 +343,19 @@ def run_snelson(args, worker, result):
                                  for name, f in fits.items()}
     print_snelson(summaries, optimum)
     ratios(summaries, result)
+
+
+def add_side(sides, fits, name, fit):
+    """A side of :func:`equal_timing.alternate` named ``name`` that runs ``fit()`` (-> a fit's
+    record with its "seconds") and keeps each record in ``fits[name]``."""
+    fits[name] = {"timed": []}
+
+    def call(i):
+        out = fit()
+        _keep(fits[name], i, out)
+        return 1e3 * out["seconds"]
+
+    sides[name] = call
 
 
 def _keep(store, i, out):
@@ -420,31 +419,19 @@ def run_black_box(args, worker, result):
         sides, fits = {}, {}
 
         def ours(method):
-            fits[method] = {"timed": []}
-
-            def call(i):
+            def fit():
                 model = lab.build_model(problem, "fg", opt)
                 if method == "natgrad":  # the lab's call for FG with exact gradients (comparison._fit)
-                    out = _timed_fit(model, max_iter=opt["rounds"] * opt["evals_per_block"], method="natgrad")
-                else:
-                    out = _timed_fit(model, max_iter=opt["rounds"], method="block-lbfgs",
-                                     evals_per_block=opt["evals_per_block"], stop_when_converged=True)
-                _keep(fits[method], i, out)
-                return 1e3 * out["seconds"]
+                    return _timed_fit(model, max_iter=budget, method="natgrad")
+                return _timed_fit(model, max_iter=opt["rounds"], method="block-lbfgs",
+                                  evals_per_block=opt["evals_per_block"], stop_when_converged=True)
 
-            sides[method] = call
+            add_side(sides, fits, method, fit)
 
         def gpflow(lr, data):
-            name = f"GPflow natgrad+Adam lr={lr:g}"
-            fits[name] = {"timed": []}
-
-            def call(i):
-                out = worker.ask(kind="fit", data=data, whiten=True, lr=lr, gamma=1.0,
-                                 max_iter=args.bb_gpflow_iter, max_seconds=args.bb_gpflow_seconds)
-                _keep(fits[name], i, out)
-                return 1e3 * out["seconds"]
-
-            sides[name] = call
+            add_side(sides, fits, f"GPflow natgrad+Adam lr={lr:g}",
+                     lambda: worker.ask(kind="fit", data=data, whiten=True, lr=lr, gamma=1.0,
+                                        max_iter=args.bb_gpflow_iter, max_seconds=args.bb_gpflow_seconds))
 
         ours("natgrad")
         if worker is not None:

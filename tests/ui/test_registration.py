@@ -58,12 +58,6 @@ class TestRBF(kernels.Kernel):
             dX = dX + np.einsum("ij,ijd->jd", G, d) / ls
         return params, dX
 
-    def grad_params(self, dL_dK, X, X2=None, K=None):
-        return self.grad_params_and_X(dL_dK, X, X2)[0]
-
-    def grad_X(self, dL_dK, X, X2=None, K=None):
-        return self.grad_params_and_X(dL_dK, X, X2)[1]
-
     def grad_params_diag(self, dL_dKdiag, X):
         return {"variance": float(np.sum(dL_dKdiag)), "lengthscale": reduce_ard(np.zeros(1), self.lengthscale)}
 
