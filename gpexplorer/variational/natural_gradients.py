@@ -51,9 +51,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg as sla
 
-from gpexplorer.linalg import CholeskyError
+from gpexplorer.linalg import CholeskyError, inv_from_cholesky
 from gpexplorer.optimize import FAILED_OBJECTIVE, lbfgsb
-from gpexplorer.variational import estimators
+from gpexplorer.variational import estimators, marginals
 from gpexplorer.variational.elbo import MIN_VARIANCE, marginal_moments
 
 #: largest number of natural-gradient steps on q per outer evaluation: warm-started from the last
@@ -100,8 +100,6 @@ def supports(model):
 
 def q_gradients(model):
     """Per latent, the :class:`QGradient` at the model's current q(u) and parameters."""
-    from gpexplorer.variational import marginals  # noqa: PLC0415 (marginals imports elbo's siblings)
-
     post = model.posterior
     lats, b, var = marginal_moments(model.X, model.kernels, model.features, post, model.jitter)
     est = estimators.estimate(model.likelihood, b, np.maximum(var, MIN_VARIANCE), model.Y, model.estimator,
@@ -115,8 +113,7 @@ def q_gradients(model):
         m = post.means[j][0]
         Lv = sla.solve_triangular(Lk, post.factor(j), lower=True, check_finite=False)  # chol of Sigma
         mu = sla.solve_triangular(Lk, m, lower=True, check_finite=False)
-        Linv = sla.solve_triangular(Lv, np.eye(len(mu)), lower=True, check_finite=False)
-        precision = Linv.T @ Linv
+        precision = inv_from_cholesky(Lv)
         dS = np.asarray(dS[0], dtype=float)
         G = Lk.T @ (0.5 * (dS + dS.T)) @ Lk
         out.append(QGradient(mu=mu, precision=precision, theta1=precision @ mu, g=Lk.T @ dm[0], G=G, Lk=Lk))
@@ -131,9 +128,7 @@ def natural_step(grad: QGradient, gamma):
     theta1 = (1.0 - gamma) * grad.theta1 + gamma * (grad.g - 2.0 * grad.G @ grad.mu)
     R = np.linalg.cholesky(0.5 * (precision + precision.T))  # Sigma^-1 = R R^T
     mu = sla.cho_solve((R, True), theta1, check_finite=False)
-    # Sigma = R^-T R^-1; its lower Cholesky factor, then L_S = Lk chol(Sigma)
-    Rinv = sla.solve_triangular(R, np.eye(M), lower=True, check_finite=False)
-    chol_sigma = np.linalg.cholesky(Rinv.T @ Rinv)
+    chol_sigma = np.linalg.cholesky(inv_from_cholesky(R))  # then L_S = Lk chol(Sigma)
     return grad.Lk @ mu, grad.Lk @ chol_sigma
 
 
