@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpexplorer.optimize.results import CANCELLED_MESSAGE, Cancelled, Run, as_cancel
+from gpexplorer.optimize.results import CANCELLED_MESSAGE, Cancelled, Run, as_cancel, checked
 
 __all__ = ["derivative_free", "DERIVATIVE_FREE_METHODS"]
 
@@ -49,14 +49,8 @@ def derivative_free(fun, x0, lo, hi, *, method, max_evals, xtol, ftol=1e-8, init
         options = {"rhobeg": initial_step, "tol": xtol, "maxiter": int(max_evals)}
     else:
         options = {"initial_tr_radius": initial_step, "final_tr_radius": xtol, "maxiter": int(max_evals)}
-    check = as_cancel(cancel)
-    f = fun
-    if check is not None:
-        def f(x):
-            check()
-            return fun(x)
     try:
-        res = minimize(f, x0, method=_SCIPY_NAMES[method], bounds=Bounds(lo, hi), options=options)
+        res = minimize(checked(fun, as_cancel(cancel)), x0, method=_SCIPY_NAMES[method], bounds=Bounds(lo, hi), options=options)
     except Cancelled:
         return Run(x0, False, CANCELLED_MESSAGE, 0, cancelled=True)
     return Run(np.asarray(res.x), bool(res.success), str(res.message), int(res.get("nit", res.get("nfev", 0))))

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from gpexplorer.optimize.results import CANCELLED_MESSAGE, STOPPED_MESSAGE, Cancelled, Run, as_cancel
+from gpexplorer.optimize.results import CANCELLED_MESSAGE, STOPPED_MESSAGE, Cancelled, Run, as_cancel, checked
 
 __all__ = ["lbfgsb", "block_cyclic", "SCIPY_FTOL", "SCIPY_GTOL", "MAXFUN"]
 
@@ -97,11 +97,7 @@ def lbfgsb(fun, x0, lo, hi, *, max_iter, maxfun=MAXFUN, ftol=None, gtol=None, on
     to_full = (lambda xb: xb) if block is None else block.full
     check = as_cancel(cancel)
     state = {"nit": 0, "stopped": False, "last": x0}
-    if check is not None:
-        def checked(x, _f=f):
-            check()
-            return _f(x)
-        f = checked
+    f = checked(f, check)
 
     def callback(intermediate_result):
         state["nit"] += 1

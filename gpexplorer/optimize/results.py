@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FAILED_OBJECTIVE", "TraceEntry", "FitResult", "Run", "Cancelled", "as_cancel", "snapshot",
+__all__ = ["FAILED_OBJECTIVE", "TraceEntry", "FitResult", "Run", "Cancelled", "as_cancel", "checked", "snapshot",
            "CANCELLED_MESSAGE", "STOPPED_MESSAGE"]
 
 #: objective returned where the model cannot be evaluated (pushes L-BFGS-B back)
@@ -84,6 +84,19 @@ def as_cancel(cancel):
             raise Cancelled
 
     return check
+
+
+def checked(fun, check):
+    """``fun`` behind ``check`` (from :func:`as_cancel`), called before each evaluation; ``fun``
+    itself where there is no check."""
+    if check is None:
+        return fun
+
+    def guarded(x):
+        check()
+        return fun(x)
+
+    return guarded
 
 
 def snapshot(params):
