@@ -76,7 +76,6 @@ class QGradient:
 
     mu: np.ndarray  # [M] whitened mean Lk^-1 m
     precision: np.ndarray  # [M, M] Sigma^-1
-    theta1: np.ndarray  # [M] Sigma^-1 mu
     g: np.ndarray  # [M] dell/dmu
     G: np.ndarray  # [M, M] dell/dSigma (symmetric)
     Lk: np.ndarray  # [M, M] chol(Kuu + jitter I)
@@ -116,7 +115,7 @@ def q_gradients(model):
         precision = inv_from_cholesky(Lv)
         dS = np.asarray(dS[0], dtype=float)
         G = Lk.T @ (0.5 * (dS + dS.T)) @ Lk
-        out.append(QGradient(mu=mu, precision=precision, theta1=precision @ mu, g=Lk.T @ dm[0], G=G, Lk=Lk))
+        out.append(QGradient(mu=mu, precision=precision, g=Lk.T @ dm[0], G=G, Lk=Lk))
     return out
 
 
@@ -125,7 +124,7 @@ def natural_step(grad: QGradient, gamma):
     raises numpy's LinAlgError when the new precision is not positive definite."""
     M = len(grad.mu)
     precision = (1.0 - gamma) * grad.precision + gamma * (np.eye(M) - 2.0 * grad.G)
-    theta1 = (1.0 - gamma) * grad.theta1 + gamma * (grad.g - 2.0 * grad.G @ grad.mu)
+    theta1 = (1.0 - gamma) * (grad.precision @ grad.mu) + gamma * (grad.g - 2.0 * grad.G @ grad.mu)
     R = np.linalg.cholesky(0.5 * (precision + precision.T))  # Sigma^-1 = R R^T
     mu = sla.cho_solve((R, True), theta1, check_finite=False)
     chol_sigma = np.linalg.cholesky(inv_from_cholesky(R))  # then L_S = Lk chol(Sigma)
