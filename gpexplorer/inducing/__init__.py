@@ -13,10 +13,12 @@ from gpexplorer.inducing.frequency import Frequency
 from gpexplorer.inducing.multiscale import Multiscale
 from gpexplorer.inducing.sum_of_deltas import SumOfDeltas
 from gpexplorer.inducing.time_frequency import TimeFrequency
+from gpexplorer.inducing.patches import PATCH_INITIALISATIONS, InducingPatches
 
 __all__ = ["FEATURES", "InducingFeature", "InducingPoints", "INITIALISATIONS", "as_feature", "even",
            "initial_inducing_inputs", "kmeans", "random_subset"]
-__all__ += ["Frequency", "Multiscale", "SumOfDeltas", "TimeFrequency", "register", "unregister"]
+__all__ += ["Frequency", "Multiscale", "SumOfDeltas", "TimeFrequency", "InducingPatches", "PATCH_INITIALISATIONS",
+            "register", "unregister"]
 
 #: registry of inducing-feature types: name -> class (the generic feature tests run over every
 #: entry, building each as ``cls(locations)`` from an [M, D] array of locations; the labs offer

@@ -22,9 +22,10 @@ from gpexplorer.kernels.linear import Linear
 from gpexplorer.kernels.periodic import Periodic
 from gpexplorer.kernels.stationary import (Matern12, Matern32, Matern52, RationalQuadratic, SquaredExponential,
                                            Stationary)
+from gpexplorer.kernels.convolutional import Convolutional
 
 __all__ = ["Kernel", "Stationary", "SquaredExponential", "Matern12", "Matern32", "Matern52", "RationalQuadratic",
-           "Periodic", "Linear", "Sum", "Product", "KERNELS", "register", "unregister"]
+           "Periodic", "Linear", "Sum", "Product", "Convolutional", "KERNELS", "register", "unregister"]
 
 #: registry used by generic tests and the labs: name -> class (each declares its ``name``,
 #: ``label``, slider ranges and capabilities; see :mod:`gpexplorer.registry`)

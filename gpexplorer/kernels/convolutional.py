@@ -1,0 +1,303 @@
+"""Convolutional kernels on images (van der Wilk thesis ch. 5; the sums are in :mod:`.convolutional_sums`).
+
+A patch-response GP g ~ GP(0, k_g) on h x w patches and f(x) = scale * sum_p w_p g(x^[p])
+(eq. 5.11-5.13; weighted, eq. 5.45-5.47), so that
+
+    k_f(x, x') = scale^2 sum_p sum_q w_p w_q k_g(x^[p], x'^[q])          (eq. 5.46, corrected)
+
+with scale = 1 ("sum", the thesis' text) or 1/P ("mean", convgp's and GPflow's form, from which
+the thesis' numbers come). Colour images (§5.8; geometry in :mod:`.patch_layout`):
+``colour="none"`` treats each channel's patches separately (the baseline, P = positions x C);
+``"patch"`` gives k_g the whole h x w x C patch; ``"multi"`` has one g_c per channel with
+weights per position and channel (eq. 5.61-5.62; the inducing variables are C x M); ``"additive"``
+gives k_g(z, z') = sum_c cw_c^2 k(z_c, z'_c) on the whole patch (eq. 5.63-5.64, with the corrected
+squares). Inducing patches (:class:`gpexplorer.inducing.InducingPatches`) have
+Kuf = scale sum_p w_p k_g(z, x^[p]) (eq. 5.15, 5.47) and Kuu = k_g(Z, Z) (eq. 5.16).
+
+Parameters: the base kernel's as ``base.<name>``, ``weights`` [P] (real; only when ``weighted``)
+and ``channel_weights`` [C] (real; ``colour="additive"``). Kdiag is cached while X and the
+parameters do not change, and Kuf remembers its last Z, so moving one inducing patch recomputes
+one row. ``unique_patches="auto"`` takes the exact unique-patch path for images with few
+distinct values (binary, low-level) when they hold fewer distinct patches than an image has patches.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from gpexplorer.kernels import convolutional_sums as sums
+from gpexplorer.kernels.base import Kernel
+from gpexplorer.kernels.patch_layout import PatchLayout, unique_patches
+from gpexplorer.kernels.stationary import RationalQuadratic, SquaredExponential, Stationary
+from gpexplorer.parameters import Parameter, sum_gradients
+from gpexplorer.validation import MAX_MAGNITUDE
+
+SCALINGS = ("sum", "mean")
+#: "auto" tries the unique-patch path only on images with at most this many distinct pixel values
+LOW_LEVEL_VALUES = 16
+#: ... and takes it when the batch has at most this many unique patches (and fewer than P)
+MAX_UNIQUE = 4096
+_CACHE_SIZE = 12  # route, unique patches, Kdiag and Kuf for a few batches
+
+
+def _fingerprint(X):
+    return X.shape, hash(X.tobytes())
+
+
+class ChannelAdditive(Kernel):
+    """k(z, z') = sum_c cw_c^2 k_base(z[c::C], z'[c::C]): the additive colour patch kernel (eq. 5.64)."""
+
+    def __init__(self, base, channel_weights):
+        self.base, self.channel_weights = base, np.asarray(channel_weights, dtype=float)
+
+    @property
+    def param_names(self):
+        return tuple(f"base.{n}" for n in self.base.param_names) + ("channel_weights",)
+
+    def _parts(self, X, X2):
+        C = len(self.channel_weights)
+        return [(c, X[:, c::C], None if X2 is None else X2[:, c::C]) for c in range(C)]
+
+    def K(self, X, X2=None):
+        cw2 = self.channel_weights ** 2
+        return sum(cw2[c] * self.base.K(a, b) for c, a, b in self._parts(np.asarray(X), X2))
+
+    def grad_params_and_X(self, dL_dK, X, X2=None, K=None):
+        X = np.asarray(X, dtype=float)
+        grads, dX, dcw = {}, np.zeros_like(X), np.zeros(len(self.channel_weights))
+        for c, a, b in self._parts(X, X2):
+            Kc = self.base.K(a, b)
+            cw = self.channel_weights[c]
+            g, d = self.base.grad_params_and_X(cw * cw * dL_dK, a, b, K=Kc)
+            grads = sum_gradients(grads, g)
+            dX[:, c::len(dcw)] = d
+            dcw[c] = 2.0 * cw * np.sum(dL_dK * Kc)
+        return {**{f"base.{n}": v for n, v in grads.items()}, "channel_weights": dcw}, dX
+
+
+class Convolutional(Kernel):
+    """Convolutional kernel on flattened images (module docstring)."""
+
+    name, label = "convolutional", "Convolutional (patches)"
+    input_shape = ("height", "width", "channels")  # images; an instance holds its own (H, W, C)
+
+    def __init__(self, base=None, image_shape=(28, 28), patch_shape=(3, 3), channels=1, *, weighted=False,
+                 colour="none", scaling="sum", weights=None, channel_weights=None, unique_patches="auto"):
+        base = SquaredExponential() if base is None else base
+        if not isinstance(base, Kernel) or isinstance(base, Convolutional):
+            raise ValueError(f"base must be a kernel on patches (a gpexplorer Kernel); got {type(base).__name__}")
+        if scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {SCALINGS}; got {scaling!r}")
+        if unique_patches not in ("auto", True, False):
+            raise ValueError(f"unique_patches must be 'auto', True or False; got {unique_patches!r}")
+        self.layout = PatchLayout(image_shape, patch_shape, channels, colour)
+        self.base, self.weighted, self.scaling, self.unique_patches = base, bool(weighted), scaling, unique_patches
+        self.input_shape = self.layout.image_shape + (self.layout.channels,)
+        self.weights = np.ones(self.layout.n_patches)
+        self.channel_weights = np.ones(self.layout.channels) if colour == "additive" else None
+        if weights is not None:
+            if not self.weighted:
+                raise ValueError("weights are given but weighted=False (the weights would be ignored)")
+            self.set_parameters(weights=weights)
+        if channel_weights is not None:
+            if colour != "additive":
+                raise ValueError("channel_weights belong to colour='additive'")
+            self.set_parameters(channel_weights=channel_weights)
+        self._cache = OrderedDict()
+
+    # parameters ------------------------------------------------------------------------------
+    @property
+    def param_names(self):
+        own = (("weights",) if self.weighted else ()) + (("channel_weights",) if self.colour == "additive" else ())
+        return tuple(f"base.{n}" for n in self.base.param_names) + own
+
+    @property
+    def ard_params(self):
+        return tuple(f"base.{n}" for n in self.base.ard_params)
+
+    @property
+    def colour(self):
+        return self.layout.colour
+
+    @property
+    def parameters(self):
+        out = {f"base.{n}": v for n, v in self.base.parameters.items()}
+        for n in self.param_names[len(self.base.param_names):]:
+            out[n] = np.array(getattr(self, n))
+        return out
+
+    def _own(self, name, value):
+        size = self.layout.n_patches if name == "weights" else self.layout.channels
+        try:
+            a = np.array(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"Convolutional.{name} must be numeric; got {value!r:.60}") from None
+        a = np.full(size, float(a)) if a.ndim == 0 else a
+        if a.shape != (size,):
+            what = "patch" if name == "weights" else "channel"
+            raise ValueError(f"Convolutional.{name} must hold one value per {what} ({size}); got shape {a.shape}")
+        if not np.all(np.isfinite(a)) or np.max(np.abs(a)) > MAX_MAGNITUDE:
+            raise ValueError(f"Convolutional.{name} must be finite and at most {MAX_MAGNITUDE:.0e} in magnitude")
+        return a
+
+    def set_parameters(self, **values):
+        for name, value in values.items():
+            if name not in self.param_names:
+                raise ValueError(f"Convolutional has no parameter {name!r}; it has {self.param_names}")
+            if name.startswith("base."):
+                self.base.set_parameters(**{name[5:]: value})
+            else:
+                setattr(self, name, self._own(name, value))
+        return self
+
+    def assign_unchecked(self, values: dict):
+        for name, value in values.items():
+            if name.startswith("base."):
+                self.base.assign_unchecked({name[5:]: value})
+            else:
+                setattr(self, name, np.asarray(value, dtype=float))
+
+    @property
+    def parameter_specs(self):
+        specs = {f"base.{n}": s.renamed(f"base.{n}") for n, s in self.base.parameter_specs.items()}
+        specs.update({n: Parameter.real(n) for n in self.param_names[len(self.base.param_names):]})
+        return specs
+
+    def set_bounds(self, **bounds):
+        for name, box in bounds.items():
+            if not name.startswith("base."):
+                raise ValueError(f"only the base kernel's parameters have bounds; got {name!r}")
+            self.base.set_bounds(**{name[5:]: box})
+        return self
+
+    def check_input_dim(self, D):
+        if D != self.layout.input_dim:
+            H, W = self.layout.image_shape
+            raise ValueError(f"the convolutional kernel takes {H}x{W}x{self.layout.channels} images flattened to "
+                             f"{self.layout.input_dim} columns; the inputs have {D}")
+        self.base.check_input_dim(self.layout.patch_dim)
+
+    def __repr__(self):
+        H, W = self.layout.image_shape
+        return (f"Convolutional({self.base!r}, image={H}x{W}x{self.layout.channels}, patch="
+                f"{self.layout.patch_shape[0]}x{self.layout.patch_shape[1]}, colour={self.colour!r}, "
+                f"weighted={self.weighted}, scaling={self.scaling!r})")
+
+    # what the sums need ----------------------------------------------------------------------
+    @property
+    def scale(self):
+        return 1.0 if self.scaling == "sum" else 1.0 / self.layout.n_patches
+
+    @property
+    def effective_weights(self):
+        return np.ascontiguousarray(self.scale * self.weights)
+
+    @property
+    def patch_kernel(self):
+        return ChannelAdditive(self.base, self.channel_weights) if self.colour == "additive" else self.base
+
+    def _cached(self, key, compute):
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        return self._remember(key, compute())
+
+    def _remember(self, key, value):
+        self._cache[key] = value
+        self._cache.move_to_end(key)
+        while len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return value
+
+    def _state(self):
+        return tuple(np.asarray(v, dtype=float).tobytes() for v in self.parameters.values())
+
+    def decomposition(self, X):
+        """(U, ids): the unique patches of the images X and each patch's row of U (cached)."""
+        return self._cached(("unique", _fingerprint(X)), lambda: unique_patches(self.layout.patches(X)))
+
+    def _route(self, X):
+        """The sums to use for X: the unique-patch path, the compiled stationary one or the generic one."""
+        def decide():
+            if self.unique_patches is True:
+                return "unique"
+            if self.unique_patches == "auto" and np.unique(X[: max(1, 200_000 // X.shape[1])]).size <= LOW_LEVEL_VALUES:
+                n_unique = len(self.decomposition(X)[0])
+                if n_unique <= min(MAX_UNIQUE, self.layout.n_patches):
+                    return "unique"
+            pk = self.patch_kernel
+            return "stationary" if isinstance(pk, Stationary) and not isinstance(pk, RationalQuadratic) else "generic"
+        return self._cached(("route", _fingerprint(X)), decide)
+
+    def _gradients(self, pk_grads, dw):
+        out = dict(pk_grads) if self.colour == "additive" else {f"base.{n}": v for n, v in pk_grads.items()}
+        if self.weighted:
+            out["weights"] = self.scale * dw
+        return out
+
+    # the kernel interface --------------------------------------------------------------------
+    def _images(self, X, name="X"):
+        return self.layout.check(X, name)
+
+    def K(self, X, X2=None):
+        X = self._images(X)
+        return sums.full(self, X, None if X2 is None else self._images(X2, "X2"))
+
+    def Kdiag(self, X):
+        X = self._images(X)
+        route = self._route(X)
+        return self._cached(("diag", _fingerprint(X), self._state()),
+                            lambda: getattr(sums, f"{route}_diag")(self, X)).copy()
+
+    def grad_params_and_X(self, dL_dK, X, X2=None, K=None):
+        X = self._images(X)
+        g, dw, dX = sums.full_gradients(self, dL_dK, X, None if X2 is None else self._images(X2, "X2"))
+        return self._gradients(g, dw), dX
+
+    def grad_params_diag(self, dL_dKdiag, X):
+        X = self._images(X)
+        g, dw = getattr(sums, f"{self._route(X)}_diag_gradients")(self, X, np.asarray(dL_dKdiag, dtype=float))
+        return self._gradients(g, dw)
+
+    # inducing patches (called by gpexplorer.covariances.patches) -----------------------------
+    def inducing_covariance(self, Z):
+        """Kuu = k_g(Z, Z) [M, M] (eq. 5.16); block-diagonal C x M for the multi-channel kernel."""
+        Kzz = self.patch_kernel.K(Z)
+        return np.kron(np.eye(self.layout.n_groups), Kzz) if self.layout.n_groups > 1 else Kzz
+
+    def inducing_gradients(self, Z, dKuu, Kuu=None):
+        M, G = Z.shape[0], self.layout.n_groups
+        dK = sum(dKuu[g * M:(g + 1) * M, g * M:(g + 1) * M] for g in range(G)) if G > 1 else dKuu
+        g, dZ = self.patch_kernel.grad_params_and_X(dK, Z, None, K=None if G > 1 else Kuu)
+        return self._gradients(g, np.zeros(self.layout.n_patches)), dZ
+
+    def cross_covariance(self, Z, X):
+        """Kuf [G*M, N] (eq. 5.15, 5.47, 5.62): only the rows of inducing patches that moved since
+        the last call with the same X and parameters are recomputed."""
+        X = self._images(X)
+        route = self._route(X)
+        compute = getattr(sums, f"{route}_cross")
+        key = ("cross", _fingerprint(X), self._state())
+        last = self._cache.get(key)
+        if last is not None and last[0].shape == Z.shape:
+            moved = np.flatnonzero(np.any(last[0] != Z, axis=1))
+            if moved.size == 0:
+                return last[1].copy()
+            if moved.size < Z.shape[0] // 2:
+                out = last[1].copy()
+                fresh = compute(self, Z[moved], X)
+                M, k = Z.shape[0], moved.size
+                for g in range(self.layout.n_groups):
+                    out[g * M + moved] = fresh[g * k:(g + 1) * k]
+                self._remember(key, (Z.copy(), out))
+                return out.copy()
+        out = compute(self, Z, X)
+        self._remember(key, (Z.copy(), out))
+        return out.copy()
+
+    def cross_gradients(self, Z, X, W):
+        X = self._images(X)
+        g, dw, dZ = getattr(sums, f"{self._route(X)}_cross_gradients")(self, Z, X, np.asarray(W, dtype=float))
+        return self._gradients(g, dw), dZ

@@ -1,0 +1,241 @@
+"""The sums over patches a convolutional kernel needs, by three exact routes (thesis §5.3-5.4, §5.10).
+
+With patch kernel k (the base kernel, or the additive colour kernel), effective weights
+w_p = scale * weight_p and groups (channels of the multi-channel kernel; one group otherwise):
+
+    Kuf[g*M + m, n] = sum_{p in g} w_p k(z_m, x_n^[p])                       (eq. 5.15, 5.47, 5.62)
+    Kdiag[n]        = sum_g sum_{p, q in g} w_p w_q k(x_n^[p], x_n^[q])       (eq. 5.13, 5.46)
+
+* ``stationary``: compiled loops for an SE / Matern / RQ patch kernel (:mod:`.convolutional_loops`);
+* ``unique``: the exact unique-patch path (Lemmas 1-3): with the batch's unique patches U and
+  s_gn[a] = sum_{p in g: x_n^[p] = U_a} w_p, Kuf_g = K_ZU S_g^T and Kdiag_n = sum_g s_gn^T K_UU s_gn;
+  any patch kernel, and cheap whenever the images hold few distinct patches (binary images);
+* ``generic``: any patch kernel, by its own K and gradient contractions on the patches.
+
+Each gradient function returns (patch-kernel gradients {name: value}, dw [P] with respect to the
+effective weights, and dZ [M, E] where inducing patches move).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpexplorer.kernels import convolutional_loops as loops
+from gpexplorer.kernels._loops import stationary_params
+from gpexplorer.parameters import sum_gradients
+
+
+# ---------------------------------------------------------------------------------------------
+# stationary patch kernel, compiled
+# ---------------------------------------------------------------------------------------------
+def _scaled(pk, values, E):
+    ls = np.broadcast_to(np.asarray(pk.lengthscale, dtype=float), (E,))
+    return np.ascontiguousarray(values / ls), ls
+
+
+def _params(pk, E):
+    return tuple(stationary_params(pk._kind, pk.variance, np.broadcast_to(pk.lengthscale, (E,)), pk._alpha))
+
+
+def _stationary_gradients(pk, dvar, T, ls):
+    dl = -2.0 * T / ls
+    out = {"variance": float(dvar), "lengthscale": float(dl.sum()) if np.ndim(pk.lengthscale) == 0 else dl}
+    if "alpha" in pk.param_names:
+        raise NotImplementedError("the compiled patch sums do not differentiate the RQ alpha")
+    return out
+
+
+def stationary_cross(conv, Z, X):
+    layout, pk = conv.layout, conv.patch_kernel
+    Zs, _ = _scaled(pk, Z, layout.patch_dim)
+    out = []
+    for rows in layout.chunks(X.shape[0]):
+        Xs, _ = _scaled(pk, layout.patches(X[rows]), layout.patch_dim)
+        out.append(loops.cross(_params(pk, layout.patch_dim), Zs, Xs, conv.effective_weights, layout.group,
+                               layout.n_groups))
+    return np.hstack(out)
+
+
+def stationary_cross_gradients(conv, Z, X, W):
+    layout, pk = conv.layout, conv.patch_kernel
+    E = layout.patch_dim
+    Zs, ls = _scaled(pk, Z, E)
+    dvar, T, dZs, dw = 0.0, np.zeros(E), np.zeros_like(Zs), np.zeros(layout.n_patches)
+    for rows in layout.chunks(X.shape[0]):
+        Xs, _ = _scaled(pk, layout.patches(X[rows]), E)
+        a, b, c, d = loops.cross_gradients(_params(pk, E), Zs, Xs, conv.effective_weights, layout.group,
+                                           np.ascontiguousarray(W[:, rows]))
+        dvar, T, dZs, dw = dvar + a, T + b, dZs + c, dw + d
+    return _stationary_gradients(pk, dvar, T, ls), dw, dZs / ls
+
+
+def stationary_diag(conv, X):
+    layout, pk = conv.layout, conv.patch_kernel
+    out = []
+    for rows in layout.chunks(X.shape[0]):
+        Xs, _ = _scaled(pk, layout.patches(X[rows]), layout.patch_dim)
+        out.append(loops.diagonal(_params(pk, layout.patch_dim), Xs, conv.effective_weights, layout.group))
+    return np.concatenate(out)
+
+
+def stationary_diag_gradients(conv, X, v):
+    layout, pk = conv.layout, conv.patch_kernel
+    E = layout.patch_dim
+    dvar, T, dw = 0.0, np.zeros(E), np.zeros(layout.n_patches)
+    for rows in layout.chunks(X.shape[0]):
+        Xs, ls = _scaled(pk, layout.patches(X[rows]), E)
+        a, b, c = loops.diagonal_gradients(_params(pk, E), Xs, conv.effective_weights, layout.group,
+                                           np.ascontiguousarray(v[rows], dtype=float))
+        dvar, T, dw = dvar + a, T + b, dw + c
+    return _stationary_gradients(pk, dvar, T, ls), dw
+
+
+# ---------------------------------------------------------------------------------------------
+# unique patches (Lemmas 1-3)
+# ---------------------------------------------------------------------------------------------
+def _counts(conv, ids, nU):
+    """S [G, N, nU]: s_gn[a] = sum of the effective weights of image n's patches of group g equal to U_a."""
+    layout = conv.layout
+    N = ids.shape[0]
+    w = conv.effective_weights
+    out = np.empty((layout.n_groups, N, nU))
+    flat = (np.arange(N)[:, None] * nU + ids)  # [N, P]
+    for g in range(layout.n_groups):
+        mask = layout.group == g
+        out[g] = np.bincount(flat[:, mask].ravel(), np.broadcast_to(w[mask], (N, int(mask.sum()))).ravel(),
+                             minlength=N * nU).reshape(N, nU)
+    return out
+
+
+def unique_cross(conv, Z, X):
+    U, ids = conv.decomposition(X)
+    S = _counts(conv, ids, len(U))
+    KZU = conv.patch_kernel.K(Z, U)
+    return np.vstack([KZU @ S[g].T for g in range(len(S))])
+
+
+def _dweights(conv, ids, dS):
+    """dw_p = sum_n dL/ds_{g_p, n}[ids[n, p]] (the counts are linear in the effective weights)."""
+    group = conv.layout.group
+    return np.take_along_axis(dS[group].transpose(1, 0, 2), ids[:, :, None], axis=2)[..., 0].sum(axis=0)
+
+
+def unique_cross_gradients(conv, Z, X, W):
+    U, ids = conv.decomposition(X)
+    S = _counts(conv, ids, len(U))
+    pk, M = conv.patch_kernel, Z.shape[0]
+    KZU = pk.K(Z, U)
+    blocks = [W[g * M:(g + 1) * M] for g in range(len(S))]
+    dKZU = sum(Wg @ S[g] for g, Wg in enumerate(blocks))
+    grads, dZ = pk.grad_params_and_X(dKZU, Z, U, K=KZU)
+    dS = np.stack([Wg.T @ KZU for Wg in blocks])
+    return grads, _dweights(conv, ids, dS), dZ
+
+
+def unique_diag(conv, X):
+    U, ids = conv.decomposition(X)
+    S = _counts(conv, ids, len(U))
+    KUU = conv.patch_kernel.K(U)
+    return sum(np.einsum("na,na->n", S[g] @ KUU, S[g]) for g in range(len(S)))
+
+
+def unique_diag_gradients(conv, X, v):
+    U, ids = conv.decomposition(X)
+    S = _counts(conv, ids, len(U))
+    pk = conv.patch_kernel
+    KUU = pk.K(U)
+    v = np.asarray(v, dtype=float)
+    dKUU = sum(S[g].T @ (v[:, None] * S[g]) for g in range(len(S)))
+    grads = pk.grad_params(dKUU, U, None, K=KUU)
+    dS = np.stack([2.0 * v[:, None] * (S[g] @ KUU) for g in range(len(S))])
+    return grads, _dweights(conv, ids, dS)
+
+
+# ---------------------------------------------------------------------------------------------
+# any patch kernel, by its own contractions
+# ---------------------------------------------------------------------------------------------
+def _group_mask(layout):
+    return layout.group[:, None] == layout.group[None, :]
+
+
+def generic_cross(conv, Z, X):
+    layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
+    M, G = Z.shape[0], layout.n_groups
+    out = np.empty((G * M, X.shape[0]))
+    for rows in layout.chunks(X.shape[0]):
+        Xp = layout.patches(X[rows])
+        n = Xp.shape[0]
+        Kb = pk.K(Z, Xp.reshape(-1, layout.patch_dim)).reshape(M, n, layout.n_patches)
+        for g in range(G):
+            mask = layout.group == g
+            out[g * M:(g + 1) * M, rows] = Kb[:, :, mask] @ w[mask]
+    return out
+
+
+def generic_cross_gradients(conv, Z, X, W):
+    layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
+    M, P = Z.shape[0], layout.n_patches
+    grads, dw, dZ = {}, np.zeros(P), np.zeros_like(Z)
+    for rows in layout.chunks(X.shape[0]):
+        Xp = layout.patches(X[rows]).reshape(-1, layout.patch_dim)
+        n = Xp.shape[0] // P
+        Kb = pk.K(Z, Xp).reshape(M, n, P)
+        Wp = np.stack([W[g * M:(g + 1) * M, rows] for g in layout.group], axis=2)  # [M, n, P]
+        dw += np.einsum("mnp,mnp->p", Wp, Kb)
+        g, d = pk.grad_params_and_X((Wp * w).reshape(M, -1), Z, Xp, K=Kb.reshape(M, -1))
+        grads, dZ = sum_gradients(grads, g), dZ + d
+    return grads, dw, dZ
+
+
+def generic_diag(conv, X):
+    layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
+    ww = np.outer(w, w) * _group_mask(layout)
+    return np.array([np.sum(pk.K(x) * ww) for x in layout.patches(X)])
+
+
+def generic_diag_gradients(conv, X, v):
+    layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
+    mask = _group_mask(layout)
+    ww = np.outer(w, w) * mask
+    grads, dw = {}, np.zeros(layout.n_patches)
+    for vn, x in zip(np.asarray(v, dtype=float), layout.patches(X)):
+        Kp = pk.K(x)
+        dw += 2.0 * vn * (Kp * mask) @ w
+        grads = sum_gradients(grads, pk.grad_params(vn * ww, x, None, K=Kp))
+    return grads, dw
+
+
+def full(conv, X, X2):
+    """K(X, X2) [N1, N2] (eq. 5.13, 5.46), from the patch kernel on all patch pairs."""
+    layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
+    P, E = layout.n_patches, layout.patch_dim
+    A = layout.patches(X)
+    B = A if X2 is None else layout.patches(X2)
+    mask = _group_mask(layout)
+    out = np.empty((A.shape[0], B.shape[0]))
+    Bf = B.reshape(-1, E)
+    step = max(1, 2_000_000 // max(1, P * P * B.shape[0]))
+    for i in range(0, A.shape[0], step):
+        Kb = pk.K(A[i:i + step].reshape(-1, E), Bf).reshape(-1, P, B.shape[0], P)
+        out[i:i + step] = np.einsum("ipjq,p,q,pq->ij", Kb, w, w, mask)
+    return out
+
+
+def full_gradients(conv, dK, X, X2):
+    """(patch-kernel gradients, dw [P], dX [N1, D]) of sum dK * K(X, X2); with X2 None both move."""
+    layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
+    P, E = layout.n_patches, layout.patch_dim
+    A = layout.patches(X)
+    B = A if X2 is None else layout.patches(X2)
+    N1, N2 = A.shape[0], B.shape[0]
+    mask = _group_mask(layout)
+    dKb = (np.asarray(dK, dtype=float)[:, None, :, None] * (np.outer(w, w) * mask)[None, :, None, :])
+    dKb = dKb.reshape(N1 * P, N2 * P)
+    Af, Bf = A.reshape(-1, E), B.reshape(-1, E)
+    Kb = pk.K(Af, Bf)
+    grads, dA = pk.grad_params_and_X(dKb, Af, Bf, K=Kb)
+    Kb4 = Kb.reshape(N1, P, N2, P)
+    dw = np.einsum("ij,ipjq,q,pq->p", dK, Kb4, w, mask) + np.einsum("ij,ipjq,p,pq->q", dK, Kb4, w, mask)
+    if X2 is None:  # the second argument is X as well
+        dA = dA + pk.grad_params_and_X(dKb.T, Bf, Af, K=Kb.T)[1]
+    return grads, dw, layout.scatter(dA.reshape(N1, P, E), N1)

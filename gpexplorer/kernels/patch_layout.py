@@ -1,0 +1,137 @@
+"""Where the patches of an image are (thesis §5.3.1, §5.8): the index of every patch's pixels in
+an image row, and the exact decomposition of a batch of images into unique patches (§5.4).
+
+Images are rows of X [N, H*W*C], flattened row-major with channels last: pixel (i, j, c) is
+column (i*W + j)*C + c. Patch positions q = a*Pw + b (a < Ph = H-h+1, b < Pw = W-w+1) are the
+top-left corners in row-major order. Two patch kinds:
+
+* single-channel patches (colour "none", the thesis' baseline, and "multi"): one per position and
+  channel, index p = q*C + c, the vector holds pixels (a+di, b+dj, c) in row-major (di, dj) order,
+  E = h*w values; ``group[p] = c``;
+* colour patches ("patch", "additive"): one per position, the vector holds (a+di, b+dj, c) in
+  row-major (di, dj, c) order, E = h*w*C values; ``group`` is all zeros.
+
+Unique patches (Lemmas 1-3): the patch vectors of a batch hashed by a random projection, sorted
+once by numpy, and then checked for equality (a hash collision falls back to an exact sort of the
+rows), so ``ids[n, p]`` indexes the rows of ``U`` exactly: ``U[ids] == patches``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+COLOURS = ("none", "patch", "multi", "additive")
+#: largest number of patch values (N * P * E) extracted at once
+CHUNK_VALUES = 4_000_000
+
+
+def _shape2(name, value):
+    try:
+        a, b = (int(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair of positive integers (rows, columns); got {value!r}") from None
+    if isinstance(value, (str, bytes)) or a < 1 or b < 1 or any(isinstance(v, bool) for v in value):
+        raise ValueError(f"{name} must be a pair of positive integers (rows, columns); got {value!r}")
+    return a, b
+
+
+@dataclass(frozen=True)
+class PatchLayout:
+    """Patch geometry of H x W x C images with h x w patches (module docstring)."""
+
+    image_shape: tuple
+    patch_shape: tuple
+    channels: int = 1
+    colour: str = "none"
+    index: np.ndarray = field(init=False, repr=False, compare=False)  # [P, E] columns of an image row
+    group: np.ndarray = field(init=False, repr=False, compare=False)  # [P] channel of a patch (multi)
+
+    def __post_init__(self):
+        H, W = _shape2("image_shape", self.image_shape)
+        h, w = _shape2("patch_shape", self.patch_shape)
+        C = self.channels
+        if isinstance(C, bool) or not isinstance(C, (int, np.integer)) or C < 1:
+            raise ValueError(f"channels must be a positive integer; got {C!r}")
+        if h > H or w > W:
+            raise ValueError(f"patch_shape {(h, w)} is larger than image_shape {(H, W)}")
+        if self.colour not in COLOURS:
+            raise ValueError(f"colour must be one of {COLOURS}; got {self.colour!r}")
+        object.__setattr__(self, "image_shape", (H, W))
+        object.__setattr__(self, "patch_shape", (h, w))
+        object.__setattr__(self, "channels", int(C))
+        a = np.arange(H - h + 1)[:, None, None, None]
+        b = np.arange(W - w + 1)[None, :, None, None]
+        di = np.arange(h)[None, None, :, None]
+        dj = np.arange(w)[None, None, None, :]
+        pixel = ((a + di) * W + (b + dj)).reshape((H - h + 1) * (W - w + 1), h * w)  # [Q, h*w]
+        if self.single_channel:
+            index = (pixel[:, None, :] * C + np.arange(C)[None, :, None]).reshape(-1, h * w)
+            group = np.tile(np.arange(C), pixel.shape[0]) if self.colour == "multi" else np.zeros(len(index), int)
+        else:
+            index = (pixel[:, :, None] * C + np.arange(C)[None, None, :]).reshape(pixel.shape[0], h * w * C)
+            group = np.zeros(len(index), int)
+        object.__setattr__(self, "index", np.ascontiguousarray(index))
+        object.__setattr__(self, "group", np.ascontiguousarray(group))
+
+    @property
+    def single_channel(self):
+        return self.colour in ("none", "multi")
+
+    @property
+    def input_dim(self):
+        return self.image_shape[0] * self.image_shape[1] * self.channels
+
+    @property
+    def n_patches(self):
+        """P: the number of terms of f = sum_p w_p g(x^[p]) (positions x channels for single-channel)."""
+        return self.index.shape[0]
+
+    @property
+    def patch_dim(self):
+        """E: the length of a patch vector (what an inducing patch holds)."""
+        return self.index.shape[1]
+
+    @property
+    def n_groups(self):
+        """C independent patch-response GPs for "multi", else one."""
+        return self.channels if self.colour == "multi" else 1
+
+    def check(self, X, name="X"):
+        X = np.asarray(X, dtype=float)
+        if X.ndim == 1:
+            X = X[None, :]
+        if X.ndim != 2 or X.shape[1] != self.input_dim:
+            raise ValueError(f"{name} must hold one flattened {self.image_shape[0]}x{self.image_shape[1]}x"
+                             f"{self.channels} image per row ({self.input_dim} columns); got shape {X.shape}")
+        return np.ascontiguousarray(X)
+
+    def patches(self, X):
+        """[N, P, E] every patch of every image, in the module docstring's order."""
+        return self.check(X)[:, self.index]
+
+    def chunks(self, N):
+        """Slices of at most CHUNK_VALUES patch values each over N images."""
+        step = max(1, CHUNK_VALUES // max(1, self.index.size))
+        return [slice(i, min(N, i + step)) for i in range(0, N, step)]
+
+    def scatter(self, dpatches, N):
+        """d/dX [N, D] from d/dpatches [N, P, E]: each pixel collects the patches it sits in."""
+        out = np.zeros((N, self.input_dim))
+        cols = np.broadcast_to(self.index, dpatches.shape)
+        rows = np.broadcast_to(np.arange(N)[:, None, None], dpatches.shape)
+        np.add.at(out, (rows.ravel(), cols.ravel()), dpatches.ravel())
+        return out
+
+
+def unique_patches(patches):
+    """(U [nU, E], ids [N, P]) with U[ids] == patches exactly (module docstring)."""
+    N, P, E = patches.shape
+    flat = patches.reshape(N * P, E)
+    projection = np.random.default_rng(12345).uniform(0.5, 1.5, E) * (1.0 + np.arange(E))
+    keys, first, ids = np.unique(flat @ projection, return_index=True, return_inverse=True)
+    U = flat[first]
+    if not np.array_equal(U[ids.ravel()], flat):  # two different patches share a key
+        U, ids = np.unique(flat, axis=0, return_inverse=True)
+    return np.ascontiguousarray(U), ids.reshape(N, P)
