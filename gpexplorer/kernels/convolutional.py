@@ -30,7 +30,7 @@ import numpy as np
 from gpexplorer.kernels import convolutional_sums as sums
 from gpexplorer.kernels.base import Kernel
 from gpexplorer.kernels.patch_layout import PatchLayout, unique_patches
-from gpexplorer.kernels.stationary import RationalQuadratic, SquaredExponential, Stationary
+from gpexplorer.kernels.stationary import SquaredExponential
 from gpexplorer.parameters import Parameter, sum_gradients
 from gpexplorer.validation import MAX_MAGNITUDE
 
@@ -219,7 +219,7 @@ class Convolutional(Kernel):
         return self._cached(("unique", _fingerprint(X)), lambda: unique_patches(self.layout.patches(X)))
 
     def _route(self, X):
-        """The sums to use for X: the unique-patch path, the compiled stationary one or the generic one."""
+        """The sums to use for X: the unique-patch path, the squared-exponential one or the generic one."""
         def decide():
             if self.unique_patches is True:
                 return "unique"
@@ -227,8 +227,7 @@ class Convolutional(Kernel):
                 n_unique = len(self.decomposition(X)[0])
                 if n_unique <= min(MAX_UNIQUE, self.layout.n_patches):
                     return "unique"
-            pk = self.patch_kernel
-            return "stationary" if isinstance(pk, Stationary) and not isinstance(pk, RationalQuadratic) else "generic"
+            return "se" if type(self.patch_kernel) is SquaredExponential else "generic"
         return self._cached(("route", _fingerprint(X)), decide)
 
     def _gradients(self, pk_grads, dw):

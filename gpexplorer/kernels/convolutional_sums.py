@@ -6,7 +6,8 @@ w_p = scale * weight_p and groups (channels of the multi-channel kernel; one gro
     Kuf[g*M + m, n] = sum_{p in g} w_p k(z_m, x_n^[p])                       (eq. 5.15, 5.47, 5.62)
     Kdiag[n]        = sum_g sum_{p, q in g} w_p w_q k(x_n^[p], x_n^[q])       (eq. 5.13, 5.46)
 
-* ``stationary``: compiled loops for an SE / Matern / RQ patch kernel (:mod:`.convolutional_loops`);
+* ``se``: a squared-exponential patch kernel: distances by BLAS (eq. 5.67) or compiled pair loops
+  (:mod:`.convolutional_loops`), exponentials by numpy's SIMD exp;
 * ``unique``: the exact unique-patch path (Lemmas 1-3): with the batch's unique patches U and
   s_gn[a] = sum_{p in g: x_n^[p] = U_a} w_p, Kuf_g = K_ZU S_g^T and Kdiag_n = sum_g s_gn^T K_UU s_gn;
   any patch kernel, and cheap whenever the images hold few distinct patches (binary images);
@@ -21,73 +22,115 @@ from __future__ import annotations
 import numpy as np
 
 from gpexplorer.kernels import convolutional_loops as loops
-from gpexplorer.kernels._loops import stationary_params
 from gpexplorer.parameters import sum_gradients
 
 
 # ---------------------------------------------------------------------------------------------
-# stationary patch kernel, compiled
+# squared-exponential patch kernel: BLAS distances, numpy's exp, compiled pair sums
 # ---------------------------------------------------------------------------------------------
+#: largest number of kernel values (images x P x M, or images x P^2 / 2) held at once
+BLOCK_VALUES = 2_000_000
+
+
 def _scaled(pk, values, E):
     ls = np.broadcast_to(np.asarray(pk.lengthscale, dtype=float), (E,))
     return np.ascontiguousarray(values / ls), ls
 
 
-def _params(pk, E):
-    return tuple(stationary_params(pk._kind, pk.variance, np.broadcast_to(pk.lengthscale, (E,)), pk._alpha))
+def _blocks(N, per_image):
+    step = max(1, BLOCK_VALUES // max(1, per_image))
+    return [slice(i, min(N, i + step)) for i in range(0, N, step)]
 
 
-def _stationary_gradients(pk, dvar, T, ls):
-    dl = -2.0 * T / ls
-    out = {"variance": float(dvar), "lengthscale": float(dl.sum()) if np.ndim(pk.lengthscale) == 0 else dl}
-    if "alpha" in pk.param_names:
-        raise NotImplementedError("the compiled patch sums do not differentiate the RQ alpha")
+def _se_values(Xs, Zs, zz):
+    """phi [n, P, M] = exp(-|x_p - z_m|^2 / 2) from one GEMM (eq. 5.67)."""
+    n, P, E = Xs.shape
+    A = (Xs.reshape(-1, E) @ Zs.T).reshape(n, P, -1)
+    A -= 0.5 * np.einsum("npe,npe->np", Xs, Xs)[:, :, None]
+    A -= 0.5 * zz
+    np.minimum(A, 0.0, out=A)
+    return np.exp(A, out=A)
+
+
+def _lengthscale_gradient(pk, dl):
+    return float(dl.sum()) if np.ndim(pk.lengthscale) == 0 else dl
+
+
+def se_cross(conv, Z, X):
+    layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
+    E, M = layout.patch_dim, Z.shape[0]
+    Zs, _ = _scaled(pk, Z, E)
+    zz = np.einsum("me,me->m", Zs, Zs)
+    out = np.empty((layout.n_groups * M, X.shape[0]))
+    for rows in _blocks(X.shape[0], layout.n_patches * M):
+        phi = _se_values(_scaled(pk, layout.patches(X[rows]), E)[0], Zs, zz)
+        for g in range(layout.n_groups):
+            members = np.flatnonzero(layout.group == g)
+            out[g * M:(g + 1) * M, rows] = pk.variance * np.einsum("p,npm->mn", w[members], phi[:, members])
     return out
 
 
-def stationary_cross(conv, Z, X):
-    layout, pk = conv.layout, conv.patch_kernel
-    Zs, _ = _scaled(pk, Z, layout.patch_dim)
-    out = []
-    for rows in layout.chunks(X.shape[0]):
-        Xs, _ = _scaled(pk, layout.patches(X[rows]), layout.patch_dim)
-        out.append(loops.cross(_params(pk, layout.patch_dim), Zs, Xs, conv.effective_weights, layout.group,
-                               layout.n_groups))
-    return np.hstack(out)
-
-
-def stationary_cross_gradients(conv, Z, X, W):
-    layout, pk = conv.layout, conv.patch_kernel
-    E = layout.patch_dim
+def se_cross_gradients(conv, Z, X, W):
+    """With G = W w dk/dr2 = -W w k / 2: dZs = -2 sum G (x - z), dl_e = -2 sum G (x_e - z_e)^2 / l_e."""
+    layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
+    E, M = layout.patch_dim, Z.shape[0]
     Zs, ls = _scaled(pk, Z, E)
-    dvar, T, dZs, dw = 0.0, np.zeros(E), np.zeros_like(Zs), np.zeros(layout.n_patches)
-    for rows in layout.chunks(X.shape[0]):
-        Xs, _ = _scaled(pk, layout.patches(X[rows]), E)
-        a, b, c, d = loops.cross_gradients(_params(pk, E), Zs, Xs, conv.effective_weights, layout.group,
-                                           np.ascontiguousarray(W[:, rows]))
-        dvar, T, dZs, dw = dvar + a, T + b, dZs + c, dw + d
-    return _stationary_gradients(pk, dvar, T, ls), dw, dZs / ls
+    zz = np.einsum("me,me->m", Zs, Zs)
+    dw, dvar = np.zeros(layout.n_patches), 0.0
+    GtX, gsum, x2 = np.zeros((M, E)), np.zeros(M), np.zeros(E)
+    for rows in _blocks(X.shape[0], layout.n_patches * M):
+        Xs = _scaled(pk, layout.patches(X[rows]), E)[0]
+        phi = _se_values(Xs, Zs, zz)
+        for g in range(layout.n_groups):
+            members = np.flatnonzero(layout.group == g)
+            KW = phi[:, members] * W[g * M:(g + 1) * M, rows].T[:, None, :]  # phi_npm W_mn
+            dw_g = pk.variance * KW.sum(axis=(0, 2))
+            dw[members] += dw_g
+            dvar += w[members] @ dw_g / pk.variance
+            G = KW * (-0.5 * pk.variance * w[members])[None, :, None]
+            gsum += G.sum(axis=(0, 1))
+            x = Xs[:, members]
+            x2 += np.einsum("np,npe->e", G.sum(axis=2), x * x)
+            GtX += np.tensordot(G, x, axes=([0, 1], [0, 1]))
+    T = x2 - 2.0 * np.einsum("me,me->e", Zs, GtX) + gsum @ (Zs * Zs)
+    dZs = -2.0 * (GtX - gsum[:, None] * Zs)
+    return {"variance": float(dvar), "lengthscale": _lengthscale_gradient(pk, -2.0 * T / ls)}, dw, dZs / ls
 
 
-def stationary_diag(conv, X):
+def _pair_blocks(conv, X):
+    """Per block of images and group: (rows, members, XsT [n, E, P_g], weights, lengthscales, packed phi)."""
     layout, pk = conv.layout, conv.patch_kernel
-    out = []
-    for rows in layout.chunks(X.shape[0]):
-        Xs, _ = _scaled(pk, layout.patches(X[rows]), layout.patch_dim)
-        out.append(loops.diagonal(_params(pk, layout.patch_dim), Xs, conv.effective_weights, layout.group))
-    return np.concatenate(out)
+    for g in range(layout.n_groups):
+        members = np.flatnonzero(layout.group == g)
+        P = members.size
+        for rows in _blocks(X.shape[0], P * (P - 1) // 2):
+            Xs, ls = _scaled(pk, layout.patches(X[rows])[:, members], layout.patch_dim)
+            XsT = np.ascontiguousarray(Xs.transpose(0, 2, 1))
+            phi = np.empty((XsT.shape[0], P * (P - 1) // 2))
+            loops.pair_exponents(XsT, phi)
+            yield rows, members, XsT, conv.effective_weights[members], ls, np.exp(phi, out=phi)
 
 
-def stationary_diag_gradients(conv, X, v):
-    layout, pk = conv.layout, conv.patch_kernel
-    E = layout.patch_dim
-    dvar, T, dw = 0.0, np.zeros(E), np.zeros(layout.n_patches)
-    for rows in layout.chunks(X.shape[0]):
-        Xs, ls = _scaled(pk, layout.patches(X[rows]), E)
-        a, b, c = loops.diagonal_gradients(_params(pk, E), Xs, conv.effective_weights, layout.group,
-                                           np.ascontiguousarray(v[rows], dtype=float))
-        dvar, T, dw = dvar + a, T + b, dw + c
-    return _stationary_gradients(pk, dvar, T, ls), dw
+def se_diag(conv, X):
+    """Kdiag_n = variance (sum_p w_p^2 + 2 sum_{p<q} w_p w_q phi_pq) per group."""
+    out = np.zeros(X.shape[0])
+    for rows, _, _, w, _, phi in _pair_blocks(conv, X):
+        out[rows] += w @ w + 2.0 * loops.pair_sums(phi, w)
+    return conv.patch_kernel.variance * out
+
+
+def se_diag_gradients(conv, X, v):
+    pk = conv.patch_kernel
+    v = np.asarray(v, dtype=float)
+    dvar, T, dw = 0.0, np.zeros(conv.layout.patch_dim), np.zeros(conv.layout.n_patches)
+    ls = None
+    for rows, members, XsT, w, ls, phi in _pair_blocks(conv, X):
+        vr = np.ascontiguousarray(v[rows])
+        total, t, d = loops.pair_gradients(XsT, phi, w, vr)
+        dvar += vr.sum() * (w @ w) + 2.0 * total
+        T += t
+        dw[members] += 2.0 * pk.variance * (vr.sum() * w + d)
+    return {"variance": float(dvar), "lengthscale": _lengthscale_gradient(pk, 2.0 * pk.variance * T / ls)}, dw
 
 
 # ---------------------------------------------------------------------------------------------
