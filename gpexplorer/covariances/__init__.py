@@ -10,6 +10,7 @@ from gpexplorer.covariances import frequency, time_frequency  # noqa: F401  (FIF
 from gpexplorer.covariances import multiscale  # noqa: F401  (MSIF with SE)
 from gpexplorer.covariances import sum_of_deltas  # noqa: F401  (sums of deltas with any kernel)
 from gpexplorer.covariances import patches  # noqa: F401  (inducing patches with a convolutional kernel)
+from gpexplorer.covariances import components  # noqa: F401  (one feature per component of a sum kernel)
 from gpexplorer.covariances.dispatch import Dispatcher, Kuf, Kuu, gradients
 
 __all__ = ["Dispatcher", "Kuu", "Kuf", "gradients"]

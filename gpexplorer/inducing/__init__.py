@@ -14,10 +14,11 @@ from gpexplorer.inducing.multiscale import Multiscale
 from gpexplorer.inducing.sum_of_deltas import SumOfDeltas
 from gpexplorer.inducing.time_frequency import TimeFrequency
 from gpexplorer.inducing.patches import PATCH_INITIALISATIONS, InducingPatches
+from gpexplorer.inducing.components import Components
 
 __all__ = ["FEATURES", "InducingFeature", "InducingPoints", "INITIALISATIONS", "as_feature", "even",
            "initial_inducing_inputs", "kmeans", "random_subset"]
-__all__ += ["Frequency", "Multiscale", "SumOfDeltas", "TimeFrequency", "InducingPatches", "PATCH_INITIALISATIONS",
+__all__ += ["Frequency", "Multiscale", "SumOfDeltas", "TimeFrequency", "InducingPatches", "PATCH_INITIALISATIONS", "Components",
             "register", "unregister"]
 
 #: registry of inducing-feature types: name -> class (the generic feature tests run over every
