@@ -21,6 +21,18 @@ Registry (``DATASETS``; use ``load(name, **kwargs)``):
 * ``"boston"``, ``"abalone"``, ``"mnist5k"`` -- the SAVIGP sweeps' tables and MNIST subset.
 * ``"toy_binary"``, ``"toy_gaussian"`` -- the black-box lab's seeded 1-D toys (labels, regression).
 
+Images for the convolutional GPs (thesis ch. 5; rows [N, H*W*C] in [0, 1], channels last; ``meta``
+says ``synthetic`` and ``substitute_for``):
+
+* ``"rectangles"``      -- *synthetic* 28x28 rectangle outlines, tall vs wide, 1200 train / 2000 test
+  (in the style of Larochelle et al. 2007, whose set is not available offline).
+* ``"mnist01"``         -- MNIST 0 vs 1 from ``assets/mnist_5k.npz`` (1000 images), seeded stratified
+  split (800 / 200 by default); a subset standing in for the thesis' full MNIST.
+* ``"mnist10"``         -- all 5000 images of ``mnist_5k.npz``, 10 classes, 4000 / 1000 by default.
+* ``"fashion_mnist5k"`` -- Fashion-MNIST (Zalando, MIT), a fixed class-balanced 4000 / 1000 subset.
+* ``"colour_patches"``  -- *synthetic* 10x10 RGB images labelled by a red-and-green conjunction that
+  no single channel reveals (the stand-in for the thesis' CIFAR-10 colour-kernel comparison).
+
 User data enter through :func:`from_arrays` and :func:`from_csv`; both raise ``ValueError``
 with a message meant to be shown to the person who supplied the data.
 """
@@ -28,10 +40,13 @@ with a message meant to be shown to the person who supplied the data.
 from gpexplorer.datasets.arrays import Dataset, assets_dir, data_file, from_arrays
 from gpexplorer.datasets.bundled import DATASETS, load, mcycle, snelson, snelson100, synthetic1d, thesis4d, usps_3vs5
 from gpexplorer.datasets.csv_files import from_csv
+from gpexplorer.datasets.images import (colour_patches, fashion_mnist5k, make_fashion_subset, mnist01, mnist10,
+                                        rectangles)
 from gpexplorer.datasets.tables import abalone, boston, breast_cancer, coal_mining, mnist5k
 from gpexplorer.datasets.toy_inversion import ToyData, toy_inversion
 from gpexplorer.datasets.toys import toy_binary, toy_gaussian
 
 __all__ = ["Dataset", "DATASETS", "load", "from_arrays", "from_csv", "assets_dir", "data_file",
            "snelson", "snelson100", "mcycle", "synthetic1d", "thesis4d", "usps_3vs5", "toy_inversion", "ToyData",
-           "coal_mining", "breast_cancer", "boston", "abalone", "mnist5k", "toy_binary", "toy_gaussian"]
+           "coal_mining", "breast_cancer", "boston", "abalone", "mnist5k", "toy_binary", "toy_gaussian",
+           "rectangles", "mnist01", "mnist10", "fashion_mnist5k", "colour_patches", "make_fashion_subset"]

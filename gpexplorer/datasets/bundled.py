@@ -11,6 +11,7 @@ import scipy.linalg
 
 from gpexplorer.datasets.arrays import Dataset, data_file
 from gpexplorer.datasets.csv_files import from_csv
+from gpexplorer.datasets.images import colour_patches, fashion_mnist5k, mnist01, mnist10, rectangles
 from gpexplorer.datasets.tables import abalone, boston, breast_cancer, coal_mining, mnist5k
 from gpexplorer.datasets.toy_inversion import toy_inversion
 from gpexplorer.datasets.toys import toy_binary, toy_gaussian
@@ -204,6 +205,11 @@ DATASETS: dict[str, Callable[..., Dataset]] = {
     "mnist5k": mnist5k,
     "toy_binary": toy_binary,
     "toy_gaussian": toy_gaussian,
+    "rectangles": rectangles,
+    "mnist01": mnist01,
+    "mnist10": mnist10,
+    "fashion_mnist5k": fashion_mnist5k,
+    "colour_patches": colour_patches,
 }
 
 
