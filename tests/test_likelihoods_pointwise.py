@@ -9,7 +9,7 @@ import pytest
 from scipy import integrate
 
 from gpexplorer.likelihoods import (LIKELIHOODS, BernoulliLogit, BernoulliProbit, Gaussian, PointwiseLikelihood,
-                                    Poisson, Softmax, WarpedGaussian, expected_log_density, gauss_hermite,
+                                    Poisson, RobustMax, Softmax, WarpedGaussian, expected_log_density, gauss_hermite,
                                     get_likelihood)
 from gpexplorer.parameters import Parameter
 
@@ -19,6 +19,7 @@ CASES = {
     "bernoulli_probit": BernoulliProbit,
     "poisson": lambda: Poisson(offset=math.log(191 / 811), binsize=1.5),
     "softmax": lambda: Softmax(3),
+    "robust_max": lambda: RobustMax(3, epsilon=0.05),
     "warped_gaussian": lambda: WarpedGaussian(variance=0.3, a=(0.8, 0.5, 1.2), b=(1.5, 0.7, 2.0), c=(-0.5, 0.3, 1.0)),
 }
 CONTINUOUS = {"gaussian", "warped_gaussian"}
@@ -55,7 +56,7 @@ def test_density_normalises_over_y(name):
             if name == "poisson":
                 lam = float(lik.conditional_mean(f[None, :])[0])
                 support = np.arange(int(lam + 40 * math.sqrt(lam) + 60))
-            elif name == "softmax":
+            elif name in ("softmax", "robust_max"):
                 support = np.arange(lik.n_classes)
             else:
                 support = np.array([0.0, 1.0])
@@ -367,11 +368,11 @@ def test_poisson_rate_is_the_lgcp_intensity():
 
 def test_registry_names_and_get_likelihood():
     assert list(LIKELIHOODS) == ["gaussian", "bernoulli_logit", "bernoulli_probit", "poisson", "softmax",
-                                 "warped_gaussian"]
+                                 "warped_gaussian", "robust_max"]
     for name, cls in LIKELIHOODS.items():
         lik = get_likelihood(name.upper())
         assert type(lik) is cls and lik.name == name and issubclass(cls, PointwiseLikelihood)
-        assert lik.n_latent == (3 if name == "softmax" else 1)
+        assert lik.n_latent == (3 if name in ("softmax", "robust_max") else 1)
     assert get_likelihood("softmax", n_classes=10).n_latent == 10
     assert get_likelihood("lgcp", offset=-1.0).offset == -1.0
     inst = Gaussian()

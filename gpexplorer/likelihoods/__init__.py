@@ -6,10 +6,10 @@ names are not (``Softmax`` here is the softmax *likelihood*)."""
 
 from gpexplorer.likelihoods.pointwise import (GPRN, KINDS, LIKELIHOODS, MULTI_OUTPUT_LIKELIHOODS, TYPED_LIKELIHOODS,
                                               BernoulliLogit, BernoulliProbit, ExpectedLogDensity, Gaussian,
-                                              PointwiseLikelihood, Poisson, Softmax, WarpedGaussian, get_likelihood,
-                                              register, unregister)
+                                              PointwiseLikelihood, Poisson, RobustMax, Softmax, WarpedGaussian,
+                                              get_likelihood, register, unregister)
 from gpexplorer.likelihoods.quadrature import expected_log_density, gauss_hermite
 
 __all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "BernoulliLogit", "BernoulliProbit", "Poisson",
-           "Softmax", "WarpedGaussian", "GPRN", "LIKELIHOODS", "MULTI_OUTPUT_LIKELIHOODS", "TYPED_LIKELIHOODS", "KINDS",
-           "get_likelihood", "register", "unregister", "gauss_hermite", "expected_log_density"]
+           "Softmax", "RobustMax", "WarpedGaussian", "GPRN", "LIKELIHOODS", "MULTI_OUTPUT_LIKELIHOODS",
+           "TYPED_LIKELIHOODS", "KINDS", "get_likelihood", "register", "unregister", "gauss_hermite", "expected_log_density"]

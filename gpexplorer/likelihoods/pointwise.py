@@ -17,6 +17,8 @@ bernoulli_probit   Phi(s f)                                   1    -            
 poisson            Poisson(y; binsize exp(f + offset))        1    - (offset [0],    paper sec. 6 (LGCP),
                                                                    binsize [1])      spec savigp.md
 softmax            exp(f_y) / sum_k exp(f_k), y in 0..K-1     K    - (n_classes [3]) paper sec. 6.2 (MNIST)
+robust_max         1 - eps at argmax f, else eps / (K - 1)    K    - (n_classes [3], thesis ch. 5 (MNIST),
+                                                                   epsilon [1e-3])   GPflow MultiClass
 warped_gaussian    N(t(y); f, variance) t'(y)                 1    variance, a, b,   paper sec. 6 (abalone),
                                                                    c (3 each)        spec savigp.md
 =================  =========================================  ===  ================  ======================
@@ -45,17 +47,18 @@ from gpexplorer.likelihoods.pointwise_base import KINDS, ExpectedLogDensity, Poi
 from gpexplorer.registry import Registry
 from gpexplorer.likelihoods.pointwise_expression import ExpressionLikelihood
 from gpexplorer.likelihoods.pointwise_gprn import GPRN
+from gpexplorer.likelihoods.pointwise_robustmax import RobustMax
 from gpexplorer.likelihoods.pointwise_warped import WarpedGaussian
 from gpexplorer.likelihoods.pointwise_zoo import Bernoulli, BernoulliLogit, BernoulliProbit, Gaussian, Poisson, Softmax
 
 __all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "Bernoulli", "BernoulliLogit", "BernoulliProbit",
-           "Poisson", "Softmax", "WarpedGaussian", "GPRN", "ExpressionLikelihood", "LIKELIHOODS",
+           "Poisson", "Softmax", "RobustMax", "WarpedGaussian", "GPRN", "ExpressionLikelihood", "LIKELIHOODS",
            "MULTI_OUTPUT_LIKELIHOODS", "TYPED_LIKELIHOODS", "KINDS", "get_likelihood", "register", "unregister"]
 
 #: single-output likelihoods: name -> class, filled by :func:`register` (each declares its
 #: ``name``, ``label``, ``kind`` and ``parameter_specs``; see :mod:`gpexplorer.registry`)
 LIKELIHOODS = Registry("likelihood", PointwiseLikelihood, (Gaussian, BernoulliLogit, BernoulliProbit, Poisson, Softmax,
-                                                           WarpedGaussian))
+                                                           WarpedGaussian, RobustMax))
 register = LIKELIHOODS.register
 unregister = LIKELIHOODS.unregister
 
@@ -65,13 +68,14 @@ MULTI_OUTPUT_LIKELIHOODS = Registry("multi-output likelihood", PointwiseLikeliho
 TYPED_LIKELIHOODS = Registry("typed likelihood", PointwiseLikelihood, (ExpressionLikelihood,))
 
 ALIASES = {"normal": "gaussian", "logit": "bernoulli_logit", "logistic": "bernoulli_logit",
-           "probit": "bernoulli_probit", "lgcp": "poisson", "warped": "warped_gaussian", "wgp": "warped_gaussian"}
+           "probit": "bernoulli_probit", "lgcp": "poisson", "warped": "warped_gaussian", "wgp": "warped_gaussian",
+           "robustmax": "robust_max"}
 
 
 def get_likelihood(spec, **options):
     """A :class:`PointwiseLikelihood` from a registered name (``LIKELIHOODS``,
     ``MULTI_OUTPUT_LIKELIHOODS`` or ``TYPED_LIKELIHOODS``; case-insensitive; aliases normal,
-    logit, logistic, probit, lgcp, warped, wgp) with constructor options, or an instance (returned
+    logit, logistic, probit, lgcp, warped, wgp, robustmax) with constructor options, or an instance (returned
     as is; options are then refused). Unknown names raise ValueError with the closest match."""
     if isinstance(spec, PointwiseLikelihood):
         if options:

@@ -76,6 +76,10 @@ class PointwiseLikelihood:
     #: True where q(u) = p(u) (zero means) is a saddle point of the ELBO, so a fit must start
     #: from random means (a product of latents, as in the GPRN, has zero gradient there)
     prior_start_is_saddle: bool = False
+    #: True where E_q[log p(y | f)] under diagonal Gaussian marginals has an exact low-dimensional
+    #: form that ``expected_log_density_exact(mean, var, Y, n_points=None)`` gives with its
+    #: derivatives (robust max): the estimators use it instead of a product grid or samples
+    reduced_expectation: bool = False
     param_layout: dict = {}
     #: natural-scale (low, high) of a page's slider per parameter (``Parameter.slider``)
     sliders: dict = {}

@@ -67,11 +67,14 @@ def expected_log_density(likelihood, mean, var, Y, n_points=20) -> ExpectedLogDe
 
     ``mean`` and ``var`` have shape (N, Q) with Q = ``likelihood.n_latent`` <= 3 ((N,) accepted for
     Q = 1), ``var`` > 0; Y (N, 1). Returns ``ExpectedLogDensity(value (N,), dmean (N, Q),
-    dvar (N, Q), dparams {name: (N,) or (N, 3)})``.
+    dvar (N, Q), dparams {name: (N,) or (N, 3)})``. A likelihood with ``reduced_expectation``
+    (robust max) gives its exact form instead, for any Q (``n_points`` nodes of its own rule).
     """
     if not isinstance(likelihood, PointwiseLikelihood):
         raise ValueError(f"expected_log_density needs a PointwiseLikelihood; got {type(likelihood).__name__} "
                          "(use get_likelihood to build one from a name)")
+    if likelihood.reduced_expectation:
+        return likelihood.expected_log_density_exact(mean, var, Y, n_points=n_points)
     Q = likelihood.n_latent
     if Q > MAX_QUADRATURE_LATENTS:
         raise ValueError(f"likelihood {likelihood.name!r} has Q={Q} latent values per point: a product "

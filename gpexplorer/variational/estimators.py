@@ -26,6 +26,12 @@ Likelihood-parameter derivatives are E[d logp / d theta] (same samples / nodes) 
 Each evaluation reports the Monte Carlo variance of its estimates (``Estimate.report``).
 :func:`estimator_variance` and :func:`variance_curve` measure it over repeated seeds.
 
+A likelihood with ``reduced_expectation`` (robust max: log p piecewise constant, so the
+reparameterised gradient is zero and the grid would need n^Q nodes) gives ell_kn and its exact
+derivatives itself (``expected_log_density_exact``, ``n_points`` passed on) for "quadrature" and
+"reparam", whatever Q; the score estimator stays the black box it is. The result is
+deterministic (``report`` zero).
+
 Fast path: for a :class:`~gpexplorer.likelihoods.pointwise_base.PointwiseLikelihood` (public
 evaluation methods not overridden) the nodes or samples go through in cache-sized row blocks,
 the likelihood is evaluated once per point, and the sums over the nodes / samples are
@@ -273,6 +279,8 @@ def _estimate(lik, b, var, Y, method, *, eps, num_samples, seed, n_points, contr
     if not 0.0 < holdout < 1.0:
         raise ValueError(f"holdout must be a fraction in (0, 1); got {holdout}")
     b, var, Y = _check(lik, b, var, Y)
+    if method != "score" and getattr(lik, "reduced_expectation", False):
+        return _reduced(lik, b, var, Y, method, n_points)
     K, N, Q = b.shape
     sd = np.sqrt(var)
     if method == "quadrature":
@@ -322,6 +330,16 @@ def _estimate(lik, b, var, Y, method, *, eps, num_samples, seed, n_points, contr
     dparams = {n: np.stack(v) for n, v in dparams.items()}
     return Estimate(value=value, dmean=dmean, dvar=dvar, dparams=dparams, report=report, method=method,
                     num_samples=int(S))
+
+
+def _reduced(lik, b, var, Y, method, n_points):
+    """ell_kn per component from the likelihood's own exact expectation (module docstring)."""
+    parts = [lik.expected_log_density_exact(b[k], var[k], Y, n_points=n_points) for k in range(b.shape[0])]
+    value, dmean, dvar = (np.stack([getattr(p, n) for p in parts]) for n in ("value", "dmean", "dvar"))
+    dparams = {n: np.stack([p.dparams[n] for p in parts]) for n in parts[0].dparams}
+    report = {"value": np.zeros_like(value), "dmean": np.zeros_like(dmean), "dvar": np.zeros_like(dvar)}
+    return Estimate(value=value, dmean=dmean, dvar=dvar, dparams=dparams, report=report, method=method,
+                    num_samples=int(n_points or getattr(lik, "n_points", 0)))
 
 
 def estimator_variance(lik, b, var, Y, method, num_samples, *, n_repeats=20, seed=0, control_variate=False):

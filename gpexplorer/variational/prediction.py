@@ -19,6 +19,11 @@ Q <= 3, else by Monte Carlo (``num_samples`` draws, ``seed``), then mixed with t
   for a bimodal MoG2);
 * :func:`nlpd`, :func:`error_rate`, :func:`sse`: the measures of sec. 6 (NLP / NLPD, error
   rate, SSE = MSE / variance of the test targets), through :mod:`gpexplorer.metrics`.
+
+A likelihood with ``predictive_class_probabilities(mean, var, n_points)`` (robust max, eq. R5 of
+:mod:`gpexplorer.likelihoods.pointwise_robustmax`) knows p(y* = c) under a Gaussian exactly: class
+probabilities, the predictive density and the moments of the label come from those, mixed with
+the weights pi_k, and no nodes or samples over the Q latents are drawn.
 """
 
 from __future__ import annotations
@@ -69,6 +74,11 @@ def predict_y(model, Xnew, n_points=None, num_samples=2000, seed=0):
     N = Xnew.shape[0]
     mean = second = None
     lik = model.likelihood
+    if hasattr(lik, "predictive_class_probabilities"):  # the label's moments under the exact probabilities
+        p = _exact_class_probabilities(model, Xnew, n_points)
+        k = np.arange(p.shape[1], dtype=float)
+        mean = p @ k
+        return mean[:, None], np.maximum(p @ (k * k) - mean ** 2, 0.0)[:, None]
     for rows, pi, F, logw in _blocks(model, Xnew, MOMENT_POINTS, n_points, num_samples, seed):
         w = np.exp(logw)
         if hasattr(lik, "conditional_moments"):  # one pass where the two share their work (a typed likelihood)
@@ -86,6 +96,9 @@ def predict_log_density(model, Xnew, Ynew, n_points=None, num_samples=2000, seed
     """log p(y*_n | data) = log sum_k pi_k E_{q_k}[p(y*_n | f*)] per point, (N*,), as a
     log-sum-exp over (component, node) of log pi_k + log w_p + log p(y*_n | f_p)."""
     Y = _targets(model, Xnew, Ynew)
+    if hasattr(model.likelihood, "predictive_class_probabilities"):
+        p = _exact_class_probabilities(model, Xnew, n_points)
+        return np.log(p[np.arange(p.shape[0]), Y[:, 0].astype(np.intp)])
     out = np.empty(Xnew.shape[0])
     for rows, pi, F, logw in _blocks(model, Xnew, DENSITY_POINTS, n_points, num_samples, seed):
         with np.errstate(divide="ignore"):
@@ -98,8 +111,11 @@ def predict_log_density(model, Xnew, Ynew, n_points=None, num_samples=2000, seed
 
 def class_probabilities(model, Xnew, n_points=None, num_samples=2000, seed=0):
     """(N*, C) E_q[p(y* = c | f*)]: Bernoulli likelihoods (C = 2, columns y = 0 and y = 1) and
-    likelihoods with ``class_probabilities`` (softmax, C = n_classes); else ValueError."""
+    likelihoods with ``class_probabilities`` (softmax, C = n_classes; robust max exactly, module
+    docstring); else ValueError."""
     lik = model.likelihood
+    if hasattr(lik, "predictive_class_probabilities"):
+        return _exact_class_probabilities(model, Xnew, n_points)
     softmax = hasattr(lik, "class_probabilities")
     if not softmax and not _is_bernoulli(lik):
         raise ValueError(f"class probabilities need a classification likelihood (Bernoulli or softmax); "
@@ -172,6 +188,15 @@ def sse(model, Xnew, Ynew):
     if Y.shape[1] == 1:
         return metrics.smse(Y[:, 0], mean[:, 0])
     return np.array([metrics.smse(Y[:, p], mean[:, p]) for p in range(Y.shape[1])])
+
+
+def _exact_class_probabilities(model, Xnew, n_points):
+    """(N*, C) sum_k pi_k p_k(y* = c), p_k the likelihood's exact class probabilities under
+    component k's Gaussian marginals (module docstring)."""
+    with _threads.single_threaded():
+        pi, means, var = model.predict_components(Xnew)
+    lik = model.likelihood
+    return sum(w * lik.predictive_class_probabilities(m, v, n_points) for w, m, v in zip(pi, means, var))
 
 
 def _is_bernoulli(lik):
