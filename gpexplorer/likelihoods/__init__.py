@@ -12,4 +12,5 @@ from gpexplorer.likelihoods.quadrature import expected_log_density, gauss_hermit
 
 __all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "BernoulliLogit", "BernoulliProbit", "Poisson",
            "Softmax", "RobustMax", "WarpedGaussian", "GPRN", "LIKELIHOODS", "MULTI_OUTPUT_LIKELIHOODS",
-           "TYPED_LIKELIHOODS", "KINDS", "get_likelihood", "register", "unregister", "gauss_hermite", "expected_log_density"]
+           "TYPED_LIKELIHOODS", "KINDS", "get_likelihood", "register", "unregister", "gauss_hermite",
+           "expected_log_density"]
