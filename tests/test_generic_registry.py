@@ -27,8 +27,8 @@ import pytest
 import reference
 from features_for_tests import TEST_FEATURES, OffsetInducingPoints, ScaledPoints, ShiftedPoints
 from gpexplorer import covariances
-from gpexplorer.inducing import FEATURES, Frequency, Multiscale, SumOfDeltas, TimeFrequency
-from gpexplorer.kernels import KERNELS, Product, Sum
+from gpexplorer.inducing import FEATURES, Frequency, InducingPatches, Multiscale, SumOfDeltas, TimeFrequency
+from gpexplorer.kernels import KERNELS, Convolutional, Product, Sum
 from gpexplorer.sparse.regression import SparseGPR
 
 D = 3
@@ -40,9 +40,14 @@ APPROXIMATIONS = ("sor", "dtc", "fitc", "vfe")
 # ---------------------------------------------------------------------------------------------
 
 
+#: kernels on images (``input_shape`` set) built for the D = 3 inputs here: 1 x 3 "images", 1 x 2 patches
+IMAGE_KERNELS = {Convolutional: lambda: Convolutional(image_shape=(1, D), patch_shape=(1, 2), weighted=True)}
+
+
 def registry_kernel(name):
-    """KERNELS[name] built with its defaults, then given distinct scalar values."""
-    kernel = KERNELS[name]()
+    """KERNELS[name] built with its defaults (or for D-column images), then given distinct values."""
+    cls = KERNELS[name]
+    kernel = IMAGE_KERNELS[cls]() if cls.input_shape is not None else cls()
     kernel.set_parameters(**{n: 0.9 + 0.35 * i for i, n in enumerate(kernel.param_names)})
     return kernel
 
@@ -69,14 +74,21 @@ FEATURE_BUILDERS = {
     ShiftedPoints: lambda L: ShiftedPoints(L - OFFSET, OFFSET),
     OffsetInducingPoints: lambda L: OffsetInducingPoints(L - OFFSET, OFFSET),
     ScaledPoints: lambda L: ScaledPoints(L / 1.3, 1.3),
+    InducingPatches: lambda L: InducingPatches(L[:, :2]),  # patch space: the image kernels' 1 x 2 patches
 }
 
 
 def make_feature(name, locations):
     cls = FEATURE_TYPES[name]
     feature = FEATURE_BUILDERS.get(cls, cls)(locations)
-    np.testing.assert_allclose(feature.locations, locations, rtol=1e-12, atol=1e-12)
+    if cls.draggable:  # features that live in input space sit at the locations given
+        np.testing.assert_allclose(feature.locations, locations, rtol=1e-12, atol=1e-12)
     return feature
+
+
+def needs_images(feature_name):
+    """Whether the feature pairs only with kernels on images (inducing patches)."""
+    return covariances.Kuu.find(FEATURE_TYPES[feature_name], KERNELS["se"]) is None
 
 
 def problem(N=20, M=5, seed=0):
@@ -102,7 +114,10 @@ def test_cases_cover_the_registries():
     assert set(FEATURES.values()) <= set(FEATURE_TYPES.values())
     assert {type(KERNEL_CASES[n]()) for n in ("sum", "product")} == {Sum, Product}
     for f in FEATURE_TYPES:  # every feature runs at least with the SE kernel, isotropic and ARD
-        assert ("se", f) in PAIRS and ("se-ard", f) in PAIRS, f
+        if needs_images(f):  # ... or, for inducing patches, with the convolutional kernel
+            assert ("convolutional", f) in PAIRS, f
+        else:
+            assert ("se", f) in PAIRS and ("se-ard", f) in PAIRS, f
 
 
 @pytest.mark.parametrize("kernel_name, feature_name", [p for p in ALL_PAIRS if p not in PAIRS])

@@ -25,7 +25,7 @@ __all__ += ["Frequency", "Multiscale", "SumOfDeltas", "TimeFrequency", "Inducing
 #: entry, building each as ``cls(locations)`` from an [M, D] array of locations; the labs offer
 #: each with the kernels :mod:`gpexplorer.covariances` pairs it with)
 FEATURES = Registry("inducing feature", InducingFeature, (InducingPoints, Multiscale, Frequency, TimeFrequency,
-                                                         SumOfDeltas))
+                                                         SumOfDeltas, InducingPatches))
 register = FEATURES.register
 unregister = FEATURES.unregister
 

@@ -30,6 +30,6 @@ __all__ = ["Kernel", "Stationary", "SquaredExponential", "Matern12", "Matern32",
 #: registry used by generic tests and the labs: name -> class (each declares its ``name``,
 #: ``label``, slider ranges and capabilities; see :mod:`gpexplorer.registry`)
 KERNELS = Registry("kernel", Kernel, (SquaredExponential, Matern12, Matern32, Matern52, RationalQuadratic, Periodic,
-                                      Linear))
+                                      Linear, Convolutional))
 register = KERNELS.register
 unregister = KERNELS.unregister

@@ -179,26 +179,31 @@ def _snelson_small():
     return datasets.snelson()
 
 
+def vector_kernels():
+    """The registered kernels on vectors (the sparse lab's; kernels on images have an input shape)."""
+    from gpexplorer import kernels
+
+    return [cls for cls in kernels.KERNELS.values() if cls.input_shape is None]
+
+
 def sparse_comparison():
     """The sparse lab's first plot: every approximation at fixed parameters, samples, badges."""
-    from gpexplorer import kernels
     from gpexplorer.sparse.comparison import APPROXIMATIONS, ParameterSet, compare, default_grid
 
     ds = _snelson_small()
     grid = default_grid(ds.X, n=50)
-    for kernel in kernels.KERNELS.values():
+    for kernel in vector_kernels():
         p = ParameterSet(kernel(), 0.1, ds.X[::13].copy())
         compare(ds, {name: p for name in APPROXIMATIONS}, grid, num_samples=3)
 
 
 def sparse_fit():
     """*Optimise*: every approximation fitted jointly with the exact GP, for each kernel."""
-    from gpexplorer import kernels
     from gpexplorer.sparse.comparison import APPROXIMATIONS, ParameterSet
     from gpexplorer.sparse.joint_fit import fit_all
 
     ds = _snelson_small()
-    for kernel in kernels.KERNELS.values():
+    for kernel in vector_kernels():
         start = ParameterSet(kernel(), 0.1, ds.X[::13].copy())
         fit_all(ds, start, [n for n in APPROXIMATIONS if n != "exact"], max_iter=3)
         fit_all(ds, start, ["fitc", "vfe"], fixed=("inducing",), max_iter=2, vfe_from_fitc=True)
@@ -219,7 +224,7 @@ def sparse_studies():
 
 def sparse_features():
     """Every inter-domain feature type in the lab: the first plot, its strip and position sweep, a fit."""
-    from gpexplorer import inducing, kernels
+    from gpexplorer import covariances, inducing, kernels
     from gpexplorer.sparse.comparison import APPROXIMATIONS, ParameterSet, basis_functions, build_model, compare
     from gpexplorer.sparse.comparison import default_grid
     from gpexplorer.sparse.feature_position import near_duplicates, position_curve
@@ -229,8 +234,8 @@ def sparse_features():
     kernel = kernels.SquaredExponential()
     grid = default_grid(ds.X, n=50)
     for name, cls in inducing.FEATURES.items():
-        if cls is inducing.InducingPoints:  # warmed up by the other stages
-            continue
+        if cls is inducing.InducingPoints or covariances.Kuu.find(cls, type(kernel)) is None:
+            continue  # warmed up by the other stages, or a feature of image kernels (inducing patches)
         try:
             feature = cls.from_data(ds.X, 6, kernel, seed=0)
         except (AttributeError, TypeError):  # a feature without that initialiser

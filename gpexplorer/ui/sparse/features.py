@@ -31,9 +31,9 @@ def supports(feature_key, kernel_key):
 
 def feature_choices():
     """{label: registry name} of the registered feature types that have covariances with some
-    registered kernel (a selector's objects)."""
+    registered kernel on vectors (a selector's objects; inducing patches need a kernel on images)."""
     return inducing.FEATURES.choices(lambda cls: any(covariances.Kuu.find(cls, k) is not None
-                                                     for k in kernels.KERNELS.values()))
+                                                     for k in kernels.KERNELS.values() if k.input_shape is None))
 
 
 def uses(kind):
