@@ -92,7 +92,7 @@ class InducingPatches(InducingFeature):
             patches = layout.patches(sample).reshape(-1, layout.patch_dim)
             Z = kmeans(patches[rng.permutation(len(patches))[:20_000]], M, rng)
         else:
-            U, _ = unique_patches(layout.patches(sample))
+            U, _ = unique_patches(layout, sample)
             Z = U[rng.permutation(len(U))[:M]]
             if M > len(U):  # Theorem 1: U patches suffice; the rest are uniform extras
                 Z = np.vstack([Z, rng.uniform(X.min(), X.max(), size=(M - len(U), layout.patch_dim))])

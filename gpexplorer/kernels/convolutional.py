@@ -214,16 +214,25 @@ class Convolutional(Kernel):
     def _state(self):
         return tuple(np.asarray(v, dtype=float).tobytes() for v in self.parameters.values())
 
+    def _levels(self, X):
+        """The sorted distinct pixel values of X if there are at most LOW_LEVEL_VALUES of them, else None."""
+        def find():
+            if np.all((X == 0.0) | (X == 1.0)):  # binary images, the common case, without a sort
+                return np.array([v for v in (0.0, 1.0) if np.any(X == v)])
+            values = np.unique(X)
+            return values if values.size <= LOW_LEVEL_VALUES else None
+        return self._cached(("levels", _fingerprint(X)), find)
+
     def decomposition(self, X):
         """(U, ids): the unique patches of the images X and each patch's row of U (cached)."""
-        return self._cached(("unique", _fingerprint(X)), lambda: unique_patches(self.layout.patches(X)))
+        return self._cached(("unique", _fingerprint(X)), lambda: unique_patches(self.layout, X, self._levels(X)))
 
     def _route(self, X):
         """The sums to use for X: the unique-patch path, the squared-exponential one or the generic one."""
         def decide():
             if self.unique_patches is True:
                 return "unique"
-            if self.unique_patches == "auto" and np.unique(X[: max(1, 200_000 // X.shape[1])]).size <= LOW_LEVEL_VALUES:
+            if self.unique_patches == "auto" and self._levels(X) is not None:
                 n_unique = len(self.decomposition(X)[0])
                 if n_unique <= min(MAX_UNIQUE, self.layout.n_patches):
                     return "unique"
@@ -255,8 +264,13 @@ class Convolutional(Kernel):
         g, dw, dX = sums.full_gradients(self, dL_dK, X, None if X2 is None else self._images(X2, "X2"))
         return self._gradients(g, dw), dX
 
+    def _zero_gradients(self):
+        return {n: (0.0 if np.ndim(v) == 0 else np.zeros(np.shape(v))) for n, v in self.parameters.items()}
+
     def grad_params_diag(self, dL_dKdiag, X):
         X = self._images(X)
+        if not np.any(dL_dKdiag):  # the KL-only gradients of a minibatch step pass zeros
+            return self._zero_gradients()
         g, dw = getattr(sums, f"{self._route(X)}_diag_gradients")(self, X, np.asarray(dL_dKdiag, dtype=float))
         return self._gradients(g, dw)
 
@@ -298,5 +312,7 @@ class Convolutional(Kernel):
 
     def cross_gradients(self, Z, X, W):
         X = self._images(X)
+        if not np.any(W):
+            return self._zero_gradients(), np.zeros_like(Z)
         g, dw, dZ = getattr(sums, f"{self._route(X)}_cross_gradients")(self, Z, X, np.asarray(W, dtype=float))
         return self._gradients(g, dw), dZ

@@ -158,9 +158,11 @@ def unique_cross(conv, Z, X):
 
 
 def _dweights(conv, ids, dS):
-    """dw_p = sum_n dL/ds_{g_p, n}[ids[n, p]] (the counts are linear in the effective weights)."""
-    group = conv.layout.group
-    return np.take_along_axis(dS[group].transpose(1, 0, 2), ids[:, :, None], axis=2)[..., 0].sum(axis=0)
+    """dw_p = sum_n dL/ds_{g_p, n}[ids[n, p]] (the counts are linear in the effective weights);
+    zeros for an unweighted kernel, whose weights are not parameters."""
+    if not conv.weighted:
+        return np.zeros(ids.shape[1])
+    return dS[conv.layout.group[None, :], np.arange(ids.shape[0])[:, None], ids].sum(axis=0)
 
 
 def unique_cross_gradients(conv, Z, X, W):

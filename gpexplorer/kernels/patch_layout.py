@@ -125,8 +125,40 @@ class PatchLayout:
         return out
 
 
-def unique_patches(patches):
-    """(U [nU, E], ids [N, P]) with U[ids] == patches exactly (module docstring)."""
+#: largest table of patch codes (levels^E) indexed directly instead of sorted
+CODE_TABLE = 1 << 22
+
+
+def unique_patches(layout, X, levels=None):
+    """(U [nU, E], ids [N, P]) with U[ids] == layout.patches(X) exactly (module docstring).
+
+    With ``levels`` (the sorted distinct pixel values, few of them) every patch is coded as an
+    integer in base len(levels), built from E gathers of the level indices rather than by
+    extracting the [N, P, E] patches; the codes are then ranked by a direct table when
+    levels^E is small (binary 3x3 patches: 512 codes) and by a sort otherwise."""
+    X = layout.check(X)
+    L, E = (0 if levels is None else len(levels)), layout.patch_dim
+    if L < 2 or E * np.log2(L) > 62:
+        return _unique_by_hash(layout.patches(X))
+    level = np.searchsorted(levels, X).astype(np.int64)  # [N, D] level index of every pixel
+    codes = np.zeros((X.shape[0], layout.n_patches), dtype=np.int64)
+    for e in range(E):
+        codes *= L
+        codes += level[:, layout.index[:, e]]
+    if L ** E <= CODE_TABLE:
+        present = np.zeros(L ** E, dtype=bool)
+        present[codes.ravel()] = True
+        keys = np.flatnonzero(present)
+        rank = np.cumsum(present) - 1
+        ids = rank[codes]
+    else:
+        keys, ids = np.unique(codes.ravel(), return_inverse=True)
+        ids = ids.reshape(codes.shape)
+    digits = (keys[:, None] // L ** np.arange(E - 1, -1, -1)[None, :]) % L
+    return np.ascontiguousarray(np.asarray(levels, dtype=float)[digits]), ids
+
+
+def _unique_by_hash(patches):
     N, P, E = patches.shape
     flat = patches.reshape(N * P, E)
     projection = np.random.default_rng(12345).uniform(0.5, 1.5, E) * (1.0 + np.arange(E))
