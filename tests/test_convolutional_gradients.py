@@ -201,3 +201,29 @@ def test_a_convolutional_model_learns_rectangles_where_the_ELBO_says_so():
     m.fit(max_iter=60)
     assert m.elbo() > before + 50.0
     assert m.error_rate(ds.X_test[:500], ds.y_test[:500, None]) < 0.10
+
+
+def test_latents_sharing_one_kernel_and_feature_sum_their_gradients():
+    """SparseVariationalGP(shared=True) (convgp's 10-class set-up: one kernel for every latent):
+    the ELBO equals the per-latent model's with identical copies, and each shared gradient is
+    the sum of the per-latent gradients."""
+    rng = np.random.default_rng(6)
+    X = rng.random((25, 20))
+    y = rng.integers(0, 3, size=(25, 1)).astype(float)
+    k = Convolutional(SquaredExponential(0.8, 1.2), (4, 5), (2, 3), weighted=True, scaling="mean")
+    k.set_parameters(weights=rng.normal(size=k.layout.n_patches))
+    f = InducingPatches(rng.random((4, 6)))
+    opts = dict(likelihood="robust_max", likelihood_options={"n_classes": 3})
+    shared = SparseVariationalGP(X, y, k.copy(), f.copy(), shared=True, **opts)
+    separate = SparseVariationalGP(X, y, k.copy(), f.copy(), **opts)
+    q = rng.normal(size=shared.posterior.num_free) * 0.2
+    shared.posterior.set_free(q)
+    separate.posterior.set_free(q)
+    (v1, g1), (v2, g2) = shared.elbo(eval_gradient=True), separate.elbo(eval_gradient=True)
+    assert v1 == pytest.approx(v2, rel=1e-12)
+    for name in ("base.lengthscale", "weights"):
+        np.testing.assert_allclose(g1[f"kernel.{name}"], sum(g2[f"kernel{j}.{name}"] for j in range(3)), rtol=1e-9)
+    np.testing.assert_allclose(g1["feature.Z"], sum(g2[f"feature{j}.Z"] for j in range(3)), rtol=1e-9)
+    assert "kernel1.weights" not in shared.parameters
+    with pytest.raises(ValueError, match="shared=True"):
+        SparseVariationalGP(X, y, [k, k, k], f, **opts)

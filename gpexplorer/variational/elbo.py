@@ -136,14 +136,25 @@ def _elbo(X, Y, kernels, features, likelihood, posterior, *, estimator, eps, num
     gv = pi[:, None, None] * np.where(var > MIN_VARIANCE, est.dvar, 0.0)
     means = posterior.means
     dm, dS, g_kernels, g_features = [], [], [], []
+    # latents sharing one kernel and feature (SparseVariationalGP(shared=True)): their dL/dKuu, dL/dKuf
+    # and dL/dkdiag add up before one contraction (the parameters' gradient is the sum over latents)
+    shared = Q > 1 and all(k is kernels[0] for k in kernels) and all(f is features[0] for f in features)
+    total = None
     for j, lat in enumerate(lats):
         back = marginals.backward_reference if reference else marginals.backward
         dmj, dSj, dKuu, dKuf, dkdiag = back(lat, means[j], posterior.diagonal, gb[:, :, j], gv[:, :, j])
         dm.append(dmj)
         dS.append(dSj)
+        if shared:
+            parts = (dKuu + dKuu_cross[j], dKuf, dkdiag)
+            total = parts if total is None else tuple(a + b for a, b in zip(total, parts))
+            continue
         gk, gf = marginals.parameter_gradients(kernels[j], features[j], X, lat, dKuu + dKuu_cross[j], dKuf, dkdiag)
         g_kernels.append(gk)
         g_features.append(gf)
+    if shared:
+        gk, gf = marginals.parameter_gradients(kernels[0], features[0], X, lats[0], *total)
+        g_kernels, g_features = [gk], [gf]
     g_post = posterior.chain(est.value.sum(axis=1), dm, dS) + d_ent + d_cross
     g_lik = {n: np.tensordot(pi, g.sum(axis=1), axes=(0, 0)) for n, g in est.dparams.items()}
     g_lik = {n: float(g) if np.ndim(g) == 0 else g for n, g in g_lik.items()}

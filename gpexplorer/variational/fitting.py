@@ -160,12 +160,13 @@ def kl_gradients(model, X, r):
     post = model.posterior
     _, d_ent = post.entropy()
     _, d_cross, dKuu = post.cross_term([lat.L for lat in r.latents])
-    out = {"posterior": d_ent + d_cross}
-    for j, (k, f, lat) in enumerate(zip(model.kernels, model.features, r.latents)):
-        gk, gf = marginals.parameter_gradients(k, f, X, lat, dKuu[j], np.zeros_like(lat.Kuf), np.zeros(X.shape[0]))
-        out.update({f"kernel{j}.{n}": np.asarray(v, dtype=float) for n, v in gk.items()})
-        out.update({f"feature{j}.{n}": np.asarray(v, dtype=float) for n, v in gf.items()})
-    return out
+    gks, gfs = [], []
+    for k, f, lat, dK in zip(model.kernels, model.features, r.latents, dKuu):
+        gk, gf = marginals.parameter_gradients(k, f, X, lat, dK, np.zeros_like(lat.Kuf), np.zeros(X.shape[0]))
+        gks.append(gk)
+        gfs.append(gf)
+    named = model.latent_gradients_by_name(gks, gfs)
+    return {"posterior": d_ent + d_cross, **{n: np.asarray(v, dtype=float) for n, v in named.items()}}
 
 
 class Evaluator:

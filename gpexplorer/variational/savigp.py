@@ -14,7 +14,8 @@
 interface. Fitting is in :mod:`.fitting`, predictions in :mod:`.prediction`.
 
 Parameters are named ``"posterior"`` (the family's free vector, unbounded), ``"kernel{j}.{name}"``,
-``"feature{j}.{name}"`` (latent j) and ``"likelihood.{name}"``; the last three move through their
+``"feature{j}.{name}"`` (latent j; ``"kernel.{name}"``, ``"feature.{name}"`` with ``shared=True``, where
+every latent uses one kernel and one feature, as convgp's 10-class models do) and ``"likelihood.{name}"``; the last three move through their
 own :class:`gpexplorer.parameters.Parameter` transforms and bounds. Monte Carlo estimators draw
 eps once (``seed``) and reuse it, so the objective is deterministic (as in the paper).
 Initialisation: m = 0 and S_kj = Kuu_j (q(u) = p(u) for K = 1); a mixture's component means are
@@ -28,7 +29,7 @@ import numpy as np
 from gpexplorer.inducing import InducingFeature, as_feature, initial_inducing_inputs
 from gpexplorer.kernels import Kernel
 from gpexplorer.likelihoods.pointwise import PointwiseLikelihood, get_likelihood
-from gpexplorer.parameters import Parameter
+from gpexplorer.parameters import Parameter, sum_gradients
 from gpexplorer.variational import convergence, estimators, fitting, marginals, prediction
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.elbo import mixture_moments
@@ -50,7 +51,7 @@ class SparseVariationalGP:
 
     def __init__(self, X, Y, kernel, Z, likelihood, *, posterior="fg", estimator="quadrature", num_samples=2000,
                  num_latent=None, seed=0, jitter=1e-6, z_init="kmeans", n_points=None, control_variate=False,
-                 likelihood_options=None):
+                 likelihood_options=None, shared=False):
         self.X = validation.inputs(X, "X")  # the layer first: nothing is placed or allocated before
         seed = validation.seed(seed)
         self.likelihood = likelihood = self._likelihood(likelihood, likelihood_options)
@@ -61,6 +62,7 @@ class SparseVariationalGP:
         Q = likelihood.n_latent if num_latent is None else validation.count("num_latent", num_latent, 1)
         if Q != likelihood.n_latent:
             raise ValueError(f"the likelihood needs {likelihood.n_latent} latent function(s); num_latent is {Q}")
+        self.shared = bool(shared)
         self.kernels = self._per_latent(kernel, Q, "kernel")
         for k in self.kernels:
             if not isinstance(k, Kernel):
@@ -122,12 +124,19 @@ class SparseVariationalGP:
             raise ValueError(f"likelihood_options {sorted(options)} need a likelihood given by name")
         return likelihood
 
-    @staticmethod
-    def _per_latent(obj, Q, what):
+    def _per_latent(self, obj, Q, what):
+        """One object per latent: copies of one, or the same object for every latent (``shared``)."""
         if isinstance(obj, (list, tuple)):
+            if self.shared:
+                raise ValueError(f"with shared=True give one {what} (every latent uses it); got a list")
             if len(obj) != Q:
                 raise ValueError(f"{what} must be one object or a list of {Q} (one per latent); got {len(obj)}")
+            if len({id(o) for o in obj}) < len(obj):
+                raise ValueError(f"the same {what} object appears for several latents; pass one {what} with "
+                                 f"shared=True to share it, or give each latent its own")
             return list(obj)
+        if self.shared:
+            return [obj] * Q
         return [obj] + [obj.copy() if hasattr(obj, "copy") else obj for _ in range(Q - 1)]
 
     def _feature(self, Z, z_init, seed):
@@ -192,10 +201,16 @@ class SparseVariationalGP:
     def Q(self):
         return len(self.kernels)
 
+    def _owners(self):
+        """(name prefix, kernel, feature) per latent, or once for ``shared`` ("kernel.", "feature.")."""
+        if self.shared:
+            return [("", self.kernels[0], self.features[0])]
+        return [(str(j), k, f) for j, (k, f) in enumerate(zip(self.kernels, self.features))]
+
     def _named(self):
         """name -> (owner, owner's name, Parameter spec) for every parameter but "posterior"."""
         out = {}
-        for j, (k, f) in enumerate(zip(self.kernels, self.features)):
+        for j, k, f in self._owners():
             out.update({f"kernel{j}.{n}": (k, n, s) for n, s in k.parameter_specs.items()})
             out.update({f"feature{j}.{n}": (f, n, s) for n, s in f.parameter_specs.items()})
         out.update({f"likelihood.{n}": (self.likelihood, n, s) for n, s in self.likelihood.parameter_specs.items()})
@@ -264,11 +279,18 @@ class SparseVariationalGP:
     def gradients_by_name(self, r):
         """{parameter name: gradient} from an :class:`ElboResult` evaluated with gradients."""
         g = {"posterior": r.grads["posterior"]}
-        for j in range(self.Q):
-            g.update({f"kernel{j}.{n}": v for n, v in r.grads["kernels"][j].items()})
-            g.update({f"feature{j}.{n}": v for n, v in r.grads["features"][j].items()})
+        g.update(self.latent_gradients_by_name(r.grads["kernels"], r.grads["features"]))
         g.update({f"likelihood.{n}": v for n, v in r.grads["likelihood"].items()})
         return g
+
+    def latent_gradients_by_name(self, kernel_grads, feature_grads):
+        """{"kernel{j}.*", "feature{j}.*": gradient} from per-latent gradient dicts; with ``shared``,
+        {"kernel.*", "feature.*"}: the sum over the latents (one dict when the ELBO summed them already)."""
+        if not self.shared:
+            return {**{f"kernel{j}.{n}": v for j, gk in enumerate(kernel_grads) for n, v in gk.items()},
+                    **{f"feature{j}.{n}": v for j, gf in enumerate(feature_grads) for n, v in gf.items()}}
+        return {**{f"kernel.{n}": v for n, v in sum_gradients(*kernel_grads).items()},
+                **{f"feature.{n}": v for n, v in sum_gradients(*feature_grads).items()}}
 
     def _fixed_names(self, fixed):
         fixed = (fixed,) if isinstance(fixed, str) else tuple(fixed)
