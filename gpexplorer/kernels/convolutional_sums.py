@@ -6,8 +6,8 @@ w_p = scale * weight_p and groups (channels of the multi-channel kernel; one gro
     Kuf[g*M + m, n] = sum_{p in g} w_p k(z_m, x_n^[p])                       (eq. 5.15, 5.47, 5.62)
     Kdiag[n]        = sum_g sum_{p, q in g} w_p w_q k(x_n^[p], x_n^[q])       (eq. 5.13, 5.46)
 
-* ``se``: a squared-exponential patch kernel: distances by BLAS (eq. 5.67) or compiled pair loops
-  (:mod:`.convolutional_loops`), exponentials by numpy's SIMD exp;
+* ``se``: a squared-exponential patch kernel: every squared distance from one GEMM of augmented
+  patches (eq. 5.67), exponentials by numpy's SIMD exp, the sums over patches by BLAS;
 * ``unique``: the exact unique-patch path (Lemmas 1-3): with the batch's unique patches U and
   s_gn[a] = sum_{p in g: x_n^[p] = U_a} w_p, Kuf_g = K_ZU S_g^T and Kdiag_n = sum_g s_gn^T K_UU s_gn;
   any patch kernel, and cheap whenever the images hold few distinct patches (binary images);
@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpexplorer.kernels import convolutional_loops as loops
 from gpexplorer.parameters import sum_gradients
 
 
 # ---------------------------------------------------------------------------------------------
-# squared-exponential patch kernel: BLAS distances, numpy's exp, compiled pair sums
+# squared-exponential patch kernel: every distance from one GEMM, numpy's SIMD exp, BLAS sums
 # ---------------------------------------------------------------------------------------------
-#: largest number of kernel values (images x P x M, or images x P^2 / 2) held at once
+#: largest number of kernel values (images x P x M, or images x P^2) held at once
 BLOCK_VALUES = 2_000_000
 
 
@@ -42,12 +41,21 @@ def _blocks(N, per_image):
     return [slice(i, min(N, i + step)) for i in range(0, N, step)]
 
 
-def _se_values(Xs, Zs, zz):
-    """phi [n, P, M] = exp(-|x_p - z_m|^2 / 2) from one GEMM (eq. 5.67)."""
-    n, P, E = Xs.shape
-    A = (Xs.reshape(-1, E) @ Zs.T).reshape(n, P, -1)
-    A -= 0.5 * np.einsum("npe,npe->np", Xs, Xs)[:, :, None]
-    A -= 0.5 * zz
+def _members(layout, g):
+    """Group g's patches as a slice (a multi-channel kernel's channel c holds p = q*C + c)."""
+    G = layout.n_groups
+    return slice(g, None, G) if G > 1 else slice(None)
+
+
+def _augmented(x, left):
+    """[x, 1, -|x|^2/2] (left) or [x, -|x|^2/2, 1]: their products are -|x - x'|^2 / 2 (eq. 5.67)."""
+    half = -0.5 * np.einsum("...e,...e->...", x, x)[..., None]
+    ones = np.ones_like(half)
+    return np.concatenate([x, ones, half] if left else [x, half, ones], axis=-1)
+
+
+def _se(A):
+    """exp(min(A, 0)) in place: phi from the exponents -r2/2 (a rounding-negative r2 clipped)."""
     np.minimum(A, 0.0, out=A)
     return np.exp(A, out=A)
 
@@ -56,81 +64,94 @@ def _lengthscale_gradient(pk, dl):
     return float(dl.sum()) if np.ndim(pk.lengthscale) == 0 else dl
 
 
+def _cross_phi(conv, Za, X, rows):
+    """(scaled patches [n, P, E], phi [n, P, M] = exp(-|x_p - z_m|^2 / 2)) for the images X[rows]."""
+    layout, pk = conv.layout, conv.patch_kernel
+    Xs = _scaled(pk, layout.patches(X[rows]), layout.patch_dim)[0]
+    n, P, E = Xs.shape
+    return Xs, _se((_augmented(Xs, True).reshape(n * P, E + 2) @ Za.T).reshape(n, P, -1))
+
+
 def se_cross(conv, Z, X):
     layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
-    E, M = layout.patch_dim, Z.shape[0]
-    Zs, _ = _scaled(pk, Z, E)
-    zz = np.einsum("me,me->m", Zs, Zs)
+    M = Z.shape[0]
+    Za = _augmented(_scaled(pk, Z, layout.patch_dim)[0], False)
     out = np.empty((layout.n_groups * M, X.shape[0]))
     for rows in _blocks(X.shape[0], layout.n_patches * M):
-        phi = _se_values(_scaled(pk, layout.patches(X[rows]), E)[0], Zs, zz)
+        _, phi = _cross_phi(conv, Za, X, rows)
         for g in range(layout.n_groups):
-            members = np.flatnonzero(layout.group == g)
-            out[g * M:(g + 1) * M, rows] = pk.variance * np.einsum("p,npm->mn", w[members], phi[:, members])
+            sl = _members(layout, g)
+            out[g * M:(g + 1) * M, rows] = pk.variance * np.matmul(w[sl], phi[:, sl]).T
     return out
 
 
 def se_cross_gradients(conv, Z, X, W):
-    """With G = W w dk/dr2 = -W w k / 2: dZs = -2 sum G (x - z), dl_e = -2 sum G (x_e - z_e)^2 / l_e."""
+    """With G_npm = W_mn w_p dk/dr2 = -W_mn w_p k_npm / 2 (never formed): dZs = -2 sum G (x - z),
+    dl_e = -2 sum G (x_e - z_e)^2 / l_e; every sum a GEMM or GEMV over the block."""
     layout, pk, w = conv.layout, conv.patch_kernel, conv.effective_weights
-    E, M = layout.patch_dim, Z.shape[0]
+    E, M, var = layout.patch_dim, Z.shape[0], pk.variance
     Zs, ls = _scaled(pk, Z, E)
-    zz = np.einsum("me,me->m", Zs, Zs)
+    Za = _augmented(Zs, False)
     dw, dvar = np.zeros(layout.n_patches), 0.0
     GtX, gsum, x2 = np.zeros((M, E)), np.zeros(M), np.zeros(E)
     for rows in _blocks(X.shape[0], layout.n_patches * M):
-        Xs = _scaled(pk, layout.patches(X[rows]), E)[0]
-        phi = _se_values(Xs, Zs, zz)
+        Xs, phi = _cross_phi(conv, Za, X, rows)
         for g in range(layout.n_groups):
-            members = np.flatnonzero(layout.group == g)
-            KW = phi[:, members] * W[g * M:(g + 1) * M, rows].T[:, None, :]  # phi_npm W_mn
-            dw_g = pk.variance * KW.sum(axis=(0, 2))
-            dw[members] += dw_g
-            dvar += w[members] @ dw_g / pk.variance
-            G = KW * (-0.5 * pk.variance * w[members])[None, :, None]
-            gsum += G.sum(axis=(0, 1))
-            x = Xs[:, members]
-            x2 += np.einsum("np,npe->e", G.sum(axis=2), x * x)
-            GtX += np.tensordot(G, x, axes=([0, 1], [0, 1]))
+            sl = _members(layout, g)
+            KW = phi[:, sl]
+            KW *= W[g * M:(g + 1) * M, rows].T[:, None, :]  # phi_npm W_mn, in place (groups are disjoint)
+            wg, x = w[sl], Xs[:, sl]
+            s_np = KW.sum(axis=2)
+            dw[sl] += var * s_np.sum(axis=0)
+            dvar += wg @ s_np.sum(axis=0)
+            gsum += -0.5 * var * np.matmul(wg, KW).sum(axis=0)
+            x2 += -0.5 * var * np.einsum("p,np,npe->e", wg, s_np, x * x)
+            n, Pg = s_np.shape
+            GtX += -0.5 * var * (KW.reshape(n * Pg, M).T @ (x * wg[:, None]).reshape(n * Pg, E))
     T = x2 - 2.0 * np.einsum("me,me->e", Zs, GtX) + gsum @ (Zs * Zs)
     dZs = -2.0 * (GtX - gsum[:, None] * Zs)
     return {"variance": float(dvar), "lengthscale": _lengthscale_gradient(pk, -2.0 * T / ls)}, dw, dZs / ls
 
 
 def _pair_blocks(conv, X):
-    """Per block of images and group: (rows, members, XsT [n, E, P_g], weights, lengthscales, packed phi)."""
+    """Per block of images and group: (rows, group slice, scaled patches x [n, Pg, E], weights,
+    lengthscales, phi [n, Pg, Pg] = exp(-|x_p - x_q|^2 / 2)): one batched GEMM of the augmented
+    patches and numpy's exp over all P^2 pairs, which beats a compiled loop over the P^2/2 pairs
+    of one triangle (the compiled scalar exp costs about five times numpy's SIMD one)."""
     layout, pk = conv.layout, conv.patch_kernel
     for g in range(layout.n_groups):
-        members = np.flatnonzero(layout.group == g)
-        P = members.size
-        for rows in _blocks(X.shape[0], P * (P - 1) // 2):
-            Xs, ls = _scaled(pk, layout.patches(X[rows])[:, members], layout.patch_dim)
-            XsT = np.ascontiguousarray(Xs.transpose(0, 2, 1))
-            phi = np.empty((XsT.shape[0], P * (P - 1) // 2))
-            loops.pair_exponents(XsT, phi)
-            yield rows, members, XsT, conv.effective_weights[members], ls, np.exp(phi, out=phi)
+        sl = _members(layout, g)
+        Pg = len(range(layout.n_patches)[sl])
+        for rows in _blocks(X.shape[0], Pg * Pg):
+            x, ls = _scaled(pk, layout.patches(X[rows])[:, sl], layout.patch_dim)
+            phi = _se(np.matmul(_augmented(x, True), _augmented(x, False).transpose(0, 2, 1)))
+            yield rows, sl, x, conv.effective_weights[sl], ls, phi
 
 
 def se_diag(conv, X):
-    """Kdiag_n = variance (sum_p w_p^2 + 2 sum_{p<q} w_p w_q phi_pq) per group."""
+    """Kdiag_n = variance w^T Phi_n w per group (eq. 5.46)."""
     out = np.zeros(X.shape[0])
     for rows, _, _, w, _, phi in _pair_blocks(conv, X):
-        out[rows] += w @ w + 2.0 * loops.pair_sums(phi, w)
+        out[rows] += np.matmul(phi, w) @ w
     return conv.patch_kernel.variance * out
 
 
 def se_diag_gradients(conv, X, v):
+    """With u = Phi w: dKdiag/dvariance = w^T u, dKdiag/dw = 2 variance u, and dKdiag/dl_e =
+    variance / l_e sum_pq w_p w_q phi_pq (x_pe - x_qe)^2 = variance / l_e (2 sum_p w_p u_p x_pe^2 -
+    2 sum_p w_p x_pe [Phi (w x)]_pe)."""
     pk = conv.patch_kernel
     v = np.asarray(v, dtype=float)
-    dvar, T, dw = 0.0, np.zeros(conv.layout.patch_dim), np.zeros(conv.layout.n_patches)
-    ls = None
-    for rows, members, XsT, w, ls, phi in _pair_blocks(conv, X):
-        vr = np.ascontiguousarray(v[rows])
-        total, t, d = loops.pair_gradients(XsT, phi, w, vr)
-        dvar += vr.sum() * (w @ w) + 2.0 * total
-        T += t
-        dw[members] += 2.0 * pk.variance * (vr.sum() * w + d)
-    return {"variance": float(dvar), "lengthscale": _lengthscale_gradient(pk, 2.0 * pk.variance * T / ls)}, dw
+    dvar, T, dw, ls = 0.0, np.zeros(conv.layout.patch_dim), np.zeros(conv.layout.n_patches), None
+    for rows, sl, x, w, ls, phi in _pair_blocks(conv, X):
+        vr = v[rows]
+        u = np.matmul(phi, w)  # [n, Pg]
+        dvar += vr @ (u @ w)
+        dw[sl] += 2.0 * pk.variance * (vr @ u)
+        wx = x * w[:, None]
+        Y = np.matmul(phi, wx)  # [n, Pg, E]
+        T += 2.0 * np.einsum("n,np,npe->e", vr, u * w, x * x) - 2.0 * np.einsum("n,npe,npe->e", vr, wx, Y)
+    return {"variance": float(dvar), "lengthscale": _lengthscale_gradient(pk, pk.variance * T / ls)}, dw
 
 
 # ---------------------------------------------------------------------------------------------
