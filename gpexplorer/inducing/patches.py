@@ -6,7 +6,7 @@ For the multi-channel kernel (eq. 5.62) every z_m carries one inducing variable 
 
 Initialisations (:meth:`InducingPatches.from_images`): ``"unique"`` (a random choice among the
 distinct patches of the training images; all of them when M >= U, which Theorem 1 shows is
-optimal), ``"random"`` (patches of random training images at random positions), ``"uniform"``
+optimal), ``"random"`` (distinct patches of random training images at random positions), ``"uniform"``
 (U(lo, hi) over the pixel range: the thesis' rectangles set-up, Z ~ U(0, 1)) and ``"kmeans"``
 (k-means centres of a sample of training patches).
 """
@@ -84,10 +84,14 @@ class InducingPatches(InducingFeature):
         sample = X[rng.permutation(X.shape[0])[: max(1, SAMPLE_VALUES // layout.index.size)]]
         if init == "uniform":
             Z = rng.uniform(X.min(), X.max(), size=(M, layout.patch_dim))
-        elif init == "random":
-            rows = rng.integers(0, sample.shape[0], M)
-            cols = rng.integers(0, layout.n_patches, M)
-            Z = sample[rows[:, None], layout.index[cols]]
+        elif init == "random":  # distinct patches (MNIST's many blank ones would make Kuu singular)
+            draws = 4 * M + 64
+            rows, cols = rng.integers(0, sample.shape[0], draws), rng.integers(0, layout.n_patches, draws)
+            candidates = sample[rows[:, None], layout.index[cols]]
+            _, first = np.unique(candidates, axis=0, return_index=True)
+            Z = candidates[np.sort(first)[:M]]
+            if len(Z) < M:
+                Z = np.vstack([Z, rng.uniform(X.min(), X.max(), size=(M - len(Z), layout.patch_dim))])
         elif init == "kmeans":
             patches = layout.patches(sample).reshape(-1, layout.patch_dim)
             Z = kmeans(patches[rng.permutation(len(patches))[:20_000]], M, rng)
