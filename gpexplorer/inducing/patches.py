@@ -90,7 +90,10 @@ class InducingPatches(InducingFeature):
             candidates = sample[rows[:, None], layout.index[cols]]
             _, first = np.unique(candidates, axis=0, return_index=True)
             Z = candidates[np.sort(first)[:M]]
-            if len(Z) < M:
+            if len(Z) < M:  # few distinct patches (binary images): the rest of the unique ones, then extras
+                U, _ = unique_patches(layout, sample)
+                rest = U[[i for i in rng.permutation(len(U)) if not np.any(np.all(U[i] == Z, axis=1))]]
+                Z = np.vstack([Z, rest[:M - len(Z)]])
                 Z = np.vstack([Z, rng.uniform(X.min(), X.max(), size=(M - len(Z), layout.patch_dim))])
         elif init == "kmeans":
             patches = layout.patches(sample).reshape(-1, layout.patch_dim)
