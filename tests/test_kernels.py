@@ -32,8 +32,12 @@ BASE_PARAMS = {
     "linear": dict(variance=0.6),
 }
 
+#: the kernels on vectors; kernels on images (``input_shape``: the convolutional kernel) have their
+#: own generic checks in tests/test_convolutional_kernel.py and tests/test_convolutional_gradients.py
+VECTOR_KERNELS = [name for name, cls in KERNELS.items() if cls.input_shape is None]
+
 #: which parameter becomes a per-dimension array in the ARD variant
-ARD_PARAM = {name: ("variance" if name == "linear" else "lengthscale") for name in KERNELS}
+ARD_PARAM = {name: ("variance" if name == "linear" else "lengthscale") for name in VECTOR_KERNELS}
 
 
 
@@ -63,7 +67,7 @@ def make_kernel(case):
 
 
 CASES = []
-for _name in KERNELS:
+for _name in VECTOR_KERNELS:
     for _D in (1, 3):
         for _ard in (False, True):
             CASES.append((_name, _D, _ard))
@@ -81,8 +85,9 @@ def _case_id(case):
 def test_case_list_covers_registry():
     """Every registry entry is exercised (guards against a kernel silently dropping out)."""
     names = {c[0] for c in CASES}
-    assert set(KERNELS) <= names
-    assert set(KERNELS) == {"se", "matern12", "matern32", "matern52", "rq", "periodic", "linear"}
+    assert set(VECTOR_KERNELS) <= names
+    assert set(VECTOR_KERNELS) == {"se", "matern12", "matern32", "matern52", "rq", "periodic", "linear"}
+    assert set(KERNELS) - set(VECTOR_KERNELS) == {"convolutional"}  # tested in test_convolutional_*.py
 
 
 @pytest.fixture(params=CASES, ids=_case_id)
@@ -253,7 +258,7 @@ def test_grad_zero_dL_gives_zero(case):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", VECTOR_KERNELS)
 def test_params_roundtrip_and_copy_is_independent(name):
     k = KERNELS[name](**BASE_PARAMS[name])
     for p, v in BASE_PARAMS[name].items():
@@ -279,7 +284,7 @@ BAD_VALUES = [
 
 
 @pytest.mark.parametrize("bad,msg", BAD_VALUES, ids=["zero", "negative", "nan", "inf", "-inf"])
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", VECTOR_KERNELS)
 def test_bad_hyperparameters_raise(name, bad, msg):
     for pname in BASE_PARAMS[name]:
         params = dict(BASE_PARAMS[name])
@@ -294,7 +299,7 @@ def test_bad_hyperparameters_raise(name, bad, msg):
 
 
 @pytest.mark.parametrize("bad,msg", BAD_VALUES, ids=["zero", "negative", "nan", "inf", "-inf"])
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", VECTOR_KERNELS)
 def test_bad_ard_entry_raises(name, bad, msg):
     pname = ARD_PARAM[name]
     values = _ard_values(3)
@@ -303,7 +308,7 @@ def test_bad_ard_entry_raises(name, bad, msg):
         KERNELS[name](**{**BASE_PARAMS[name], pname: values})
 
 
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", VECTOR_KERNELS)
 def test_wrong_ard_length_raises(name):
     pname = ARD_PARAM[name]
     k = KERNELS[name](**{**BASE_PARAMS[name], pname: _ard_values(2)})
@@ -322,7 +327,7 @@ def test_wrong_ard_length_raises(name):
         k.grad_params(np.ones((4, 4)), X)
 
 
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", VECTOR_KERNELS)
 def test_wrong_ard_length_raises_in_diagonal_operations(name):
     """Kdiag / grad_params_diag are validated like K: a 2-entry ARD parameter with 3-D inputs
     is an error, not a silently accepted (or wrongly shaped) result."""
@@ -335,7 +340,7 @@ def test_wrong_ard_length_raises_in_diagonal_operations(name):
         k.grad_params_diag(np.ones(4), X)
 
 
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", VECTOR_KERNELS)
 def test_non_ard_parameter_rejects_array(name):
     scalar_only = [p for p in BASE_PARAMS[name] if p != ARD_PARAM[name]]
     for pname in scalar_only:
@@ -347,7 +352,7 @@ def test_non_ard_parameter_rejects_array(name):
         KERNELS[name](**{**BASE_PARAMS[name], ARD_PARAM[name]: []})
 
 
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", VECTOR_KERNELS)
 def test_unknown_parameter_name_raises(name):
     k = KERNELS[name]()
     with pytest.raises(ValueError, match="no parameter 'lenghtscale'"):

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 COLOURS = ("none", "patch", "multi", "additive")
+#: most patch values (P x E) per image: the index alone is eight bytes a value
+MAX_PATCH_VALUES = 25_000_000
 #: largest number of patch values (N * P * E) extracted at once
 CHUNK_VALUES = 4_000_000
 
@@ -58,6 +60,10 @@ class PatchLayout:
             raise ValueError(f"patch_shape {(h, w)} is larger than image_shape {(H, W)}")
         if self.colour not in COLOURS:
             raise ValueError(f"colour must be one of {COLOURS}; got {self.colour!r}")
+        n_values = (H - h + 1) * (W - w + 1) * h * w * C
+        if n_values > MAX_PATCH_VALUES:
+            raise ValueError(f"image_shape {(H, W)} with {C} channel(s) and patch_shape {(h, w)} gives "
+                             f"{n_values:.3g} patch values per image; at most {MAX_PATCH_VALUES:.0e} are supported")
         object.__setattr__(self, "image_shape", (H, W))
         object.__setattr__(self, "patch_shape", (h, w))
         object.__setattr__(self, "channels", int(C))
