@@ -26,7 +26,8 @@ import numpy as np
 
 from gpexplorer.parameters import POSITIVE_RANGE, Parameter, bounded_specs
 
-__all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "describe_values", "LOG_2PI", "MAX_PARAMETER", "KINDS"]
+__all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "check_class_labels", "describe_values", "LOG_2PI",
+           "MAX_PARAMETER", "KINDS"]
 
 #: what a likelihood's observations are (its ``kind``)
 KINDS = ("regression", "binary", "counts", "categorical")
@@ -44,6 +45,19 @@ class ExpectedLogDensity(NamedTuple):
     dmean: np.ndarray  # (N, Q)
     dvar: np.ndarray  # (N, Q)
     dparams: dict  # name -> (N,) or (N, 3)
+
+
+def check_class_labels(Y, name, n_classes):
+    """Y itself if every label is an integer in 0..n_classes - 1, else a ValueError naming the bad values."""
+    fractional = Y[Y != np.round(Y)]
+    if fractional.size:
+        raise ValueError(f"likelihood {name!r} needs integer class labels; got the value(s) "
+                         f"{describe_values(fractional)}")
+    outside = Y[(Y < 0) | (Y > n_classes - 1)]
+    if outside.size:
+        raise ValueError(f"likelihood {name!r} with n_classes={n_classes} needs labels in "
+                         f"0..{n_classes - 1}; got the value(s) {describe_values(outside)}")
+    return Y
 
 
 def describe_values(values, limit=5):

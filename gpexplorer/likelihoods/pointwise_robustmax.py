@@ -46,7 +46,7 @@ import math
 import numpy as np
 from scipy import special
 
-from gpexplorer.likelihoods.pointwise_base import LOG_2PI, ExpectedLogDensity, PointwiseLikelihood, describe_values
+from gpexplorer.likelihoods.pointwise_base import LOG_2PI, ExpectedLogDensity, PointwiseLikelihood, check_class_labels
 from gpexplorer.likelihoods.quadrature import gauss_hermite
 
 __all__ = ["RobustMax", "DEFAULT_EPSILON", "DEFAULT_POINTS"]
@@ -99,15 +99,7 @@ class RobustMax(PointwiseLikelihood):
         return int(n)
 
     def _check_support(self, Y):
-        fractional = Y[Y != np.round(Y)]
-        if fractional.size:
-            raise ValueError(f"likelihood {self.name!r} needs integer class labels; got the value(s) "
-                             f"{describe_values(fractional)}")
-        outside = Y[(Y < 0) | (Y > self.n_classes - 1)]
-        if outside.size:
-            raise ValueError(f"likelihood {self.name!r} with n_classes={self.n_classes} needs labels in "
-                             f"0..{self.n_classes - 1}; got the value(s) {describe_values(outside)}")
-        return Y
+        return check_class_labels(Y, self.name, self.n_classes)
 
     # pointwise interface (R1) -------------------------------------------------------------------
     def _probabilities(self, F):

@@ -12,7 +12,8 @@ import math
 import numpy as np
 from scipy import special
 
-from gpexplorer.likelihoods.pointwise_base import LOG_2PI, ExpectedLogDensity, PointwiseLikelihood, describe_values
+from gpexplorer.likelihoods.pointwise_base import (LOG_2PI, ExpectedLogDensity, PointwiseLikelihood, check_class_labels,
+                                                  describe_values)
 
 __all__ = ["Gaussian", "Bernoulli", "BernoulliLogit", "BernoulliProbit", "Poisson", "Softmax", "MAX_LOG_RATE",
            "MAX_SAMPLED_RATE"]
@@ -288,15 +289,7 @@ class Softmax(PointwiseLikelihood):
         self.n_classes = self.n_latent = int(n_classes)
 
     def _check_support(self, Y):
-        fractional = Y[Y != np.round(Y)]
-        if fractional.size:
-            raise ValueError(f"likelihood 'softmax' needs integer class labels; got the value(s) "
-                             f"{describe_values(fractional)}")
-        outside = Y[(Y < 0) | (Y > self.n_classes - 1)]
-        if outside.size:
-            raise ValueError(f"likelihood 'softmax' with n_classes={self.n_classes} needs labels in "
-                             f"0..{self.n_classes - 1}; got the value(s) {describe_values(outside)}")
-        return Y
+        return check_class_labels(Y, self.name, self.n_classes)
 
     def class_probabilities(self, F):
         """p_k = softmax(f)_k: F (..., N, K) -> (..., N, K)."""
