@@ -213,7 +213,7 @@ def _feature_name(model):
 
 def read_off(model, X_test, y_test, image=0, latent=0, elbo=None):
     """Everything the lab draws from a model at once, on one BLAS thread: {"elbo", "p" [N*, C]
-    (class probabilities of the test images), "error_rate", "tiles", "contributions" (of test
+    (class probabilities of the test images), "f_mean" [N*] (E_q[f] there), "error_rate", "tiles", "contributions" (of test
     image ``image``), "bar" (:func:`bar_response`), "weights"}. The test images and the bars are
     predicted as one batch: the kernel caches its sums per batch of images, a few batches at a time.
     ``elbo``: the model's ELBO when the caller has it (else it is evaluated)."""
@@ -225,9 +225,10 @@ def read_off(model, X_test, y_test, image=0, latent=0, elbo=None):
     with _threads.single_threaded():
         everything = np.vstack([X_test, bars])
         p = model.predict_class_probabilities(everything)
-        mean, var = (a[len(X_test):] for a in model.predict_f(everything))  # the same batch: its sums are cached
-        j = _latent(model, latent)
-        out = {"elbo": float(model.elbo() if elbo is None else elbo), "p": p[:len(X_test)],
+        f_mean, f_var = model.predict_f(everything)  # the same batch: its sums are cached
+        j, n = _latent(model, latent), len(X_test)
+        mean, var = f_mean[n:], f_var[n:]
+        out = {"elbo": float(model.elbo() if elbo is None else elbo), "p": p[:n], "f_mean": f_mean[:n, j],
                "error_rate": float(np.mean(np.argmax(p[:len(X_test)], axis=1) != np.asarray(y_test).astype(int))),
                "tiles": inducing_tiles(model, latent), "contributions": contributions(model, X_test[int(image)], latent),
                "bar": {"column": np.arange(len(bars)), "mean": mean[:, j], "sd": np.sqrt(np.maximum(var[:, j], 0.0)),

@@ -23,6 +23,9 @@ LAB_CARDS = {
                    "EGP, UGP, EKS and UKS on y = g(f) + noise: linearisations, free energies and their close-up."),
     "black_box": ("black_box.png",
                   "SAVIGP's FG, MoG1 and MoG2 on a black-box likelihood: live ELBO, estimator variance, mixture components."),
+    "convolutional": ("convolutional.png",
+                      "Convolutional GPs on images: edit an inducing patch, see each patch's contribution, race four "
+                      "kernels, draw a digit."),
 }
 
 _CSS = """
@@ -67,7 +70,7 @@ def index_html(lessons=None) -> str:
 <style>{_CSS}</style></head>
 <body><header><h1>gpexplorer</h1>
 <p>Approximate Gaussian-process inference you can see, touch and trust. Pick a lab to compare sparse
-approximations, linearised inference or black-box variational inference live, or follow a lesson: each step sets up a lab and says
+approximations, linearised inference, black-box variational inference or convolutional GPs live, or follow a lesson: each step sets up a lab and says
 what to look at.</p></header>
 <main><div class="cards">{''.join(cards)}</div>
 <h2 class="section">Lessons ({len(lessons)})</h2>

@@ -36,10 +36,10 @@ LESSONS_DIR = pathlib.Path(__file__).resolve().parent / "lessons"
 #: query keys of the lesson feature, which are not lab settings
 RESERVED_KEYS = ("lesson", "step", "presenter")
 LABS = {"sparse_regression": "Sparse regression lab", "linearized": "Linearised inference lab",
-        "black_box": "Black-box inference lab"}
+        "black_box": "Black-box inference lab", "convolutional": "Patches lab"}
 #: lab route -> its package under gpexplorer/ui (settings, quantities, lab)
 LAB_PACKAGES = {"sparse_regression": "gpexplorer.ui.sparse", "linearized": "gpexplorer.ui.linearized",
-                "black_box": "gpexplorer.ui.black_box"}
+                "black_box": "gpexplorer.ui.black_box", "convolutional": "gpexplorer.ui.convolutional"}
 
 
 class LessonError(ValueError):

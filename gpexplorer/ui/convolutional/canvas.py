@@ -47,8 +47,8 @@ class PixelCanvas(JSComponent):
         vals = Array.from({length: r * c}, (_, i) => Number(model.values[i] ?? 0));
       };
       const shade = (v) => {
-        if (!(v >= -1e-9)) return 'rgb(70,110,220)';
-        if (v > 1 + 1e-9) return 'rgb(215,60,50)';
+        if (!(v >= -1e-6)) return 'rgb(70,110,220)';
+        if (v > 1 + 1e-6) return 'rgb(215,60,50)';
         const g = Math.round(255 * (1 - v));
         return `rgb(${g},${g},${g})`;
       };

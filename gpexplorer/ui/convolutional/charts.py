@@ -80,7 +80,7 @@ class DigitCharts:
 
     def __init__(self):
         fig = lab_figure("digit-probabilities-figure", "Class probabilities of your drawing", 260)
-        fig.x_range = Range1d(-0.6, 9.6)
+        fig.toolbar.autohide = True        fig.x_range = Range1d(-0.6, 9.6)
         fig.y_range = Range1d(0.0, 1.05)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "digit", "p(digit | drawing)"
         fig.xaxis.ticker = list(range(10))
@@ -90,6 +90,7 @@ class DigitCharts:
         fig.add_tools(HoverTool(renderers=[bars], tooltips=[("digit", "@digit"), ("p", "@p{0.000}")]))
         self.figure = fig
         seen = image_figure("digit-seen-figure", "What the model sees", 140)
+        seen.toolbar_location = None
         seen.xaxis.axis_label, seen.yaxis.axis_label = "column", "row"
         self.seen = source("digit-seen", {"image": [], "x": [], "y": [], "dw": [], "dh": []})
         seen.image("image", x="x", y="y", dw="dw", dh="dh", source=self.seen,

@@ -34,6 +34,9 @@ SIDE, MODEL_SIDE = 28, 14
 class DigitStatus(TextBlock):
     """The digit fit's status line: ``#digit-status`` (the lab's own is ``#job-status``)."""
 
+    def __init__(self, html: str = ""):
+        super().__init__(html.replace('id="job-status"', 'id="digit-status"'))
+
     @property
     def object(self) -> str:
         return self.value
@@ -53,10 +56,10 @@ class DigitPanel(JobControls):
                                   margin=(5, 10))
         self.canvas.param.watch(lambda e: next_tick(lambda: self.classify(e.new)), "values")
         self.charts = DigitCharts()
-        self.readout = TextBlock(digit_html("waiting", "The digit model is fitted after the lab's first fit."))
+        self.readout = TextBlock(digit_html("waiting", "The digit model is fitted after the lab's first fit."), width=270)
         self.status = DigitStatus(status_html("idle", ""))
         self._pending = None  # options to fit once the running fit has stopped
-        self.progress = pn.indicators.Progress(value=0, max=100, visible=False, sizing_mode="stretch_width")
+        self.progress = pn.indicators.Progress(value=0, max=100, visible=False, width=260)
         self.cancel_button = pn.widgets.Button(label="Cancel", color="warning", disabled=True)
         self.cancel_button.on_click(lambda _: self.cancel_job())
         self.clear_button = PromptButton(label="Clear drawing", color="light")

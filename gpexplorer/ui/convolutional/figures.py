@@ -19,10 +19,28 @@ from gpexplorer.ui.plotting import TOOLS, assign, lab_figure, legend_item, outsi
 
 GREYS = list(reversed(Greys256))  # 0 white, 1 black (ink)
 DIVERGING = list(interp_palette(RdBu11, 255))  # blue below zero, red above
-BELOW, ABOVE = "#3b6fd8", "#d73c32"  # an inducing patch's values outside [0, 1]
 CLASS_COLOURS = ("#0072b2", "#d55e00")  # Okabe-Ito: class 0, class 1
 TILE_GAP, LABEL_ROOM = 0.25, 0.75  # in tile widths
 MAX_TILE_COLUMNS = 16
+
+
+def patch_palette(low, high, n=256):
+    """Colours for patch values from ``low`` to ``high``: greys over [0, 1] (0 white, 1 black),
+    blues deepening below 0, reds deepening above 1 (an optimised inducing patch leaves [0, 1])."""
+    low = min(float(low), 0.0) if low < -1e-6 else 0.0  # round-off below 0 or above 1 is not shown
+    high = max(float(high), 1.0) if high > 1.0 + 1e-6 else 1.0
+    span = high - low
+    below, above = int(round(n * -low / span)), int(round(n * (high - 1.0) / span))
+    inside = max(2, n - below - above)
+    blues = [f"#{int(255 - 180 * t):02x}{int(255 - 140 * t):02x}ff" for t in (1 - (i + 0.5) / below for i in range(below))]
+    reds = [f"#ff{int(255 - 190 * t):02x}{int(255 - 200 * t):02x}" for t in ((i + 0.5) / above for i in range(above))]
+    greys = [GREYS[int(round(k * 255 / (inside - 1)))] for k in range(inside)]
+    return blues + greys + reds, low, high
+
+
+def _short(value):
+    """A tile's mean in at most five characters: +0.52, -12.3, +213."""
+    return f"{value:+.0f}" if abs(value) >= 99.5 else (f"{value:+.1f}" if abs(value) >= 9.95 else f"{value:+.2f}")
 
 
 def source(name, data):
@@ -34,8 +52,18 @@ def image_figure(name, title, size, ranges=None):
     fig = figure(name=name, title=title, frame_width=size, frame_height=size, tools=TOOLS, toolbar_location="above",
                  x_range=ranges[0] if ranges else Range1d(0, 1), y_range=ranges[1] if ranges else Range1d(-1, 0))
     fig.toolbar.logo = None
+    fig.toolbar.autohide = True  # a narrow figure's toolbar would sit on its title
     fig.grid.visible = False
+    # the outer size Panel lays out by (else Bokeh's default width, 600 px, whatever the frame):
+    # the frame plus the axes, title and toolbar
+    fig.width, fig.height = size + 80, size + 95
     return fig
+
+
+def with_colour_bar(fig, mapper, title):
+    """A colour bar right of an image figure, which grows by its width."""
+    fig.add_layout(ColorBar(color_mapper=mapper, title=title, width=10), "right")
+    fig.width += 75
 
 
 def set_image_ranges(fig, height, width):
@@ -57,7 +85,7 @@ class TilesFigure:
         fig.grid.visible = False
         fig.xaxis.visible = fig.yaxis.visible = False
         fig.x_range, fig.y_range = Range1d(0, 1), Range1d(-1, 0)
-        self.mapper = LinearColorMapper(palette=GREYS, low=0.0, high=1.0, low_color=BELOW, high_color=ABOVE)
+        self.mapper = LinearColorMapper(palette=GREYS, low=0.0, high=1.0)
         self.mean_mapper = LinearColorMapper(palette=DIVERGING, low=-1.0, high=1.0)
         self.src = source("tiles", {"image": [], "x": [], "y": [], "dw": [], "dh": [], "cx": [], "cy": [],
                                     "label_y": [], "index": [], "rank": [], "mean": [], "sd": [], "text": []})
@@ -101,17 +129,19 @@ class TilesFigure:
         self.src.selected.indices = []
         bound = float(max(np.max(np.abs(mean)), 1e-12))
         self.mean_mapper.low, self.mean_mapper.high = -bound, bound
+        self.mapper.palette, self.mapper.low, self.mapper.high = patch_palette(patches.min(), patches.max())
         assign(self.src, {"image": [top_down(patches[i]) for i in order], "x": x, "y": y, "dw": np.ones(M),
                           "dh": np.ones(M), "cx": x + 0.5, "cy": y + 0.5, "label_y": y - LABEL_ROOM / 2,
                           "index": np.asarray(order), "rank": rank, "mean": mean[order], "sd": tiles["sd"][order],
-                          "text": [f"{m:+.2f}" for m in mean[order]]})
+                          "text": [_short(m) for m in mean[order]]})
         width, height = cols * (1.0 + TILE_GAP) - TILE_GAP, rows * step_y - TILE_GAP
         self.figure.x_range.start, self.figure.x_range.end = -0.1, width + 0.1
         self.figure.y_range.start, self.figure.y_range.end = -height - 0.1, 0.1
-        self.figure.height = int(60 + 130 * rows) if cols >= 8 else 190
+        self.figure.height = int(70 + 95 * rows)
         lo, hi = float(mean.min()), float(mean.max())
-        self.figure.title.text = (f"{M} inducing patches sorted by q(u) mean ({lo:+.2f} to {hi:+.2f}); "
-                                  "tap one to edit it")
+        outside = "" if patches.min() >= -1e-6 and patches.max() <= 1 + 1e-6 else (
+            f"; pixels {patches.min():.2f} to {patches.max():.2f}")
+        self.figure.title.text = f"{M} inducing patches by q(u) mean ({lo:+.1f} to {hi:+.1f}){outside}"
         self.select(selected, tiles)
 
     def select(self, index, tiles=None):
@@ -130,8 +160,8 @@ class PredictionsFigure:
     N_SHOWN = 60
 
     def __init__(self):
-        fig = lab_figure("predictions-figure", "Predictions on test images", 260)
-        self.placeholder = range_placeholder(fig)
+        fig = lab_figure("predictions-figure", "Predictions", 260)
+        fig.toolbar.autohide = True        self.placeholder = range_placeholder(fig)
         fig.y_range = Range1d(-0.03, 1.03)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "test image", "p(class 1)"
         legend = outside_legend(fig)
@@ -142,8 +172,7 @@ class PredictionsFigure:
         fig.add_layout(Span(location=0.5, dimension="width", line_dash="dotted", line_color="#555555"))
         fig.add_tools(HoverTool(renderers=[dots], tooltips=[("test image", "@x"), ("p(class 1)", "@p{0.000}"),
                                                             ("true class", "@label")]))
-        self.items = [legend_item("as fitted", [ring]), legend_item("now (colour: true class)", [dots])]
-        legend.items.extend(self.items)
+        legend.items.extend([legend_item("as fitted", [ring]), legend_item({"field": "label"}, [dots])])
         self.figure = fig
 
     def update(self, p_now, p_fitted, y_true, class_names):
@@ -159,15 +188,14 @@ class PredictionsFigure:
                           "colour": [CLASS_COLOURS[int(c) % 2] for c in y_true[:n]]})
         assign(self.fitted, {"x": x, "p": np.asarray(p_fitted[:n])}, unless_equal=True)
         self.placeholder.visible = False
-        names = " / ".join(class_names[:2]) if class_names else "0 / 1"
-        self.figure.title.text = f"p(class 1) on the first {n} test images (classes {names}; rings: as fitted)"
+        self.figure.title.text = f"p({class_names[1] if len(class_names) > 1 else 'class 1'}), first {n} test images"
 
 
 class ContributionsFigure:
     """A test image and, beside it on the same pixel grid, each patch location's contribution to
     E[f] (at the patch's centre pixel), blue negative, red positive; the image's ink in grey over it."""
 
-    SIZE = 230
+    SIZE = 170
 
     def __init__(self):
         self.image_fig = image_figure("contrib-image-figure", "Test image", self.SIZE)
@@ -184,7 +212,7 @@ class ContributionsFigure:
         self.ink = source("contrib-ink", {"x": [], "y": [], "v": []})
         self.heat_fig.rect("x", "y", width=1, height=1, source=self.ink, fill_color="#222222", fill_alpha="v",
                            line_color=None)
-        self.heat_fig.add_layout(ColorBar(color_mapper=self.mapper, title="c_p", width=10), "right")
+        with_colour_bar(self.heat_fig, self.mapper, "c_p")
 
     def update(self, image, heat, patch, title_image, title_heat):
         if image is None:
@@ -208,15 +236,15 @@ class ContributionsFigure:
 class WeightsFigure:
     """The patch weights w_p as an image over the patch positions (thesis fig. 5.9)."""
 
-    SIZE = 230
+    SIZE = 170
 
     def __init__(self):
         fig = image_figure("weights-figure", "Patch weights w_p", self.SIZE)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "patch position (column)", "patch position (row, down)"
         self.mapper = LinearColorMapper(palette=DIVERGING, low=-1.0, high=1.0)
         self.src = source("weights", {"image": [], "x": [], "y": [], "dw": [], "dh": []})
-        fig.image("image", x="x", y="y", dw="dw", dh="dh", source=self.src, color_mapper=self.mapper)
-        fig.add_layout(ColorBar(color_mapper=self.mapper, title="w_p", width=10), "right")
+        self.glyph = fig.image("image", x="x", y="y", dw="dw", dh="dh", source=self.src, color_mapper=self.mapper)
+        with_colour_bar(fig, self.mapper, "w_p")
         self.figure = fig
 
     def update(self, weights, weighted):
@@ -229,6 +257,7 @@ class WeightsFigure:
                           "dh": [float(Ph)]})
         bound = float(max(np.max(np.abs(weights)), 1e-12))
         self.mapper.low, self.mapper.high = -bound, bound
+        self.glyph.glyph.global_alpha = 1.0 if weighted else 0.25  # all ones: no pattern to see
         self.figure.title.text = (f"Learnt patch weights w_p ({weights.min():+.2f} to {weights.max():+.2f})"
                                   if weighted else "Patch weights: all 1 (an unweighted kernel)")
 
@@ -237,7 +266,7 @@ class EdgeFigures:
     """The edge effect: how many patches each pixel belongs to, and E[f] for a vertical bar
     moved across the image (with the number of patch positions the bar's pixels sit in)."""
 
-    SIZE = 230
+    SIZE = 170
 
     def __init__(self):
         fig = image_figure("edge-counts-figure", "Patches each pixel belongs to", self.SIZE)
@@ -245,9 +274,9 @@ class EdgeFigures:
         self.mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=9.0)
         self.counts = source("edge-counts", {"image": [], "x": [], "y": [], "dw": [], "dh": []})
         fig.image("image", x="x", y="y", dw="dw", dh="dh", source=self.counts, color_mapper=self.mapper)
-        fig.add_layout(ColorBar(color_mapper=self.mapper, title="patches", width=10), "right")
+        with_colour_bar(fig, self.mapper, "patches")
         self.counts_fig = fig
-        bar = lab_figure("edge-bar-figure", "Response to a vertical bar moved across the image", 300)
+        bar = lab_figure("edge-bar-figure", "E[f] of a vertical bar at each column", 300)
         bar.xaxis.axis_label, bar.yaxis.axis_label = "column of the bar", "E[f] (2 sd band)"
         self.bar = source("edge-bar", {"column": [], "mean": [], "lower": [], "upper": [], "patches": []})
         band = bar.varea("column", "lower", "upper", source=self.bar, fill_color="#0072b2", fill_alpha=0.15)
@@ -259,6 +288,7 @@ class EdgeFigures:
         legend = outside_legend(bar)
         legend.items.extend([legend_item("E[f], 2 sd", [band, line]), legend_item("patches touched", [steps])])
         self.placeholder = range_placeholder(bar)
+        bar.y_range.renderers = [band, line, self.placeholder]
         self.bar_fig = bar
 
     def update(self, counts, response):

@@ -52,7 +52,7 @@ class ConvolutionalLab(LabBase):
         self.problem, self.outcome, self.error = None, None, None
         self.fitted, self.edits, self.edit_message, self.last_edit_seconds = None, 0, None, None
         self.race, self.race_context, self._live, self._live_drawn = {}, None, None, 0.0
-        self._context, self._pending_job, self._extra, self._job_context = None, None, {}, None
+        self._context, self._pending_job, self.extra, self._job_context = None, None, {}, None
         self.current = None  # the model's ELBO, test error and contribution sum as drawn
         self._build_components()
         self._connect_settings(self._reload, defer=True)
@@ -229,7 +229,7 @@ class ConvolutionalLab(LabBase):
         seen = views.read_off(model, problem.X_test, problem.y_test)
         self.fitted = {"parameters": model.parameters, "elbo": seen["elbo"], "error_rate": seen["error_rate"],
                        "p": seen["p"][:, 1]}
-        self._extra = {"unique": views.unique_patch_count(kernel, problem.X), "M": int(feature.Z.shape[0])}
+        self.extra = {"unique": views.unique_patch_count(kernel, problem.X), "M": int(feature.Z.shape[0])}
         if not 0 <= self.settings.tile < feature.Z.shape[0]:
             with self._silenced():
                 self.settings.tile = 0
@@ -290,7 +290,8 @@ class ConvolutionalLab(LabBase):
                                  values=[float(v) for v in feature.Z[self._tile()]], locked=self._busy())
 
     # views ------------------------------------------------------------------------------
-    def _image_index(self):
+    def image_index(self):
+        """The test image the contributions view shows (the setting, within the test set)."""
         return int(min(max(self.settings.image, 0), len(self.problem.X_test) - 1))
 
     def _draw_model_views(self, elbo=None):
@@ -299,13 +300,13 @@ class ConvolutionalLab(LabBase):
         with self._silenced():
             if problem is None:
                 return
-            k = self._image_index()
+            k = self.image_index()
             image = problem.X_test[k].reshape(problem.image_shape)
             if model is None:
                 self.tiles.update(None)
                 self.predictions.update(None, None, None, ())
                 self.contributions.update(image, np.zeros((1, 1)), 1, f"Test image {k}", "Contributions (after a fit)")
-                self.edge.update(views.patch_counts(self._layout()), None)
+                self.edge.update(views.patch_counts(self.layout_now()), None)
                 self.weights.update(None, False)
                 self.edit_readout.object = texts.edit_html(None, 0, 0, 0, 0, 0)
                 self.undo_button.disabled = True
@@ -324,13 +325,15 @@ class ConvolutionalLab(LabBase):
             self.weights.update(seen["weights"], kernel.weighted)
             self.edge.update(views.patch_counts(kernel.layout), seen["bar"])
             self.current = {"elbo": seen["elbo"], "error_rate": seen["error_rate"], "contribution_sum": mean,
-                            "bar": seen["bar"], "tiles": seen["tiles"], "p": seen["p"]}
+                            "contribution_max": float(np.max(np.abs(seen["contributions"]))),
+                            "f_mean": float(seen["f_mean"][k]), "bar": seen["bar"], "tiles": seen["tiles"], "p": seen["p"]}
             self.edit_readout.object = texts.edit_html(seen["elbo"], self.fitted["elbo"], seen["error_rate"],
                                                        self.fitted["error_rate"], self.edits, self._tile(),
                                                        self.edit_message)
             self.undo_button.disabled = self.edits == 0
 
-    def _layout(self):
+    def layout_now(self):
+        """The patch geometry of the fitted model, else of the settings."""
         model = self._model()
         if model is not None:
             return model.kernels[0].layout
@@ -352,7 +355,7 @@ class ConvolutionalLab(LabBase):
     def _update_views(self):
         with self._silenced():
             stale = self.outcome is not None and self._context != self._fit_context()
-            self.fit_table.object = texts.fit_html(self.outcome, self._extra, stale)
+            self.fit_table.object = texts.fit_html(self.outcome, self.extra, stale)
             self.note_pane.object = texts.note_html(self.problem)
             self._draw_model_views()
             self._draw_race()

@@ -7,9 +7,8 @@ import panel as pn
 from gpexplorer.ui.convolutional import settings as cfg
 from gpexplorer.ui.convolutional.texts import EXPLAIN
 from gpexplorer.ui.markup import TextBlock
-from gpexplorer.ui.widgets import control_cards, folded_in_presenter_mode, note, with_note
+from gpexplorer.ui.widgets import control_cards, folded_in_presenter_mode, note
 
-NOTE_WIDTH = 250
 WIDGETS = {
     "dataset": pn.widgets.Select, "kernel": pn.widgets.Select, "z_init": pn.widgets.Select,
     "mnist_side": pn.widgets.RadioButtonGroup,
@@ -22,11 +21,17 @@ WIDGETS = {
 
 
 def _bokeh(fig):
-    return pn.pane.Bokeh(fig, sizing_mode="stretch_width")
+    fig.width = fig.min_width = 260  # else a stretched figure beside a fixed-width block claims its default 600 px
+    return pn.pane.Bokeh(fig, sizing_mode="stretch_width", min_width=260)
 
 
 def _fixed(fig):
     return pn.pane.Bokeh(fig)
+
+
+def _wrapping(*figures):
+    """Fixed-size figures side by side, wrapping onto the next line on a narrow screen."""
+    return pn.FlexBox(*(_fixed(f) for f in figures), flex_wrap="wrap", gap="0 18px", sizing_mode="stretch_width")
 
 
 def explained(item, *keys):
@@ -48,22 +53,22 @@ def views(lab):
                        lab.editor, lab.undo_button, width=240)
     d = lab.digits
     canvas = pn.Column(TextBlock("<b>Draw a digit here</b>"), d.canvas, pn.Row(d.clear_button, d.fit_button),
-                       width=290)
-    digits = pn.Column(pn.Row(canvas, pn.Column(_bokeh(d.charts.figure), pn.Row(_fixed(d.charts.seen_fig), d.readout),
+                       d.readout, width=290)
+    digits = pn.Column(pn.Row(canvas, pn.Column(_bokeh(d.charts.figure), _fixed(d.charts.seen_fig),
                                                 sizing_mode="stretch_width"), sizing_mode="stretch_width"),
-                       pn.Row(d.progress, d.cancel_button, sizing_mode="stretch_width"), d.status,
+                       pn.Row(d.progress, d.cancel_button), d.status,
                        sizing_mode="stretch_width")
     return pn.Column(
         folded_in_presenter_mode(lab.intro),
         lab.badge_pane,
         lab.note_pane,
-        with_note(lab.tiles.figure, EXPLAIN["tiles"], NOTE_WIDTH),
+        explained(lab.fit_table, "metrics"),
+        explained(_bokeh(lab.tiles.figure), "tiles"),
         explained(pn.Column(pn.Row(editor, _bokeh(lab.predictions.figure), sizing_mode="stretch_width"),
                             lab.edit_readout, sizing_mode="stretch_width"), "editor", "predictions"),
-        explained(pn.Row(_fixed(lab.contributions.image_fig), _fixed(lab.contributions.heat_fig)), "contributions"),
-        explained(pn.Row(_fixed(lab.weights.figure), _fixed(lab.edge.counts_fig)), "weights"),
+        explained(_wrapping(lab.contributions.image_fig, lab.contributions.heat_fig), "contributions"),
+        explained(_wrapping(lab.weights.figure, lab.edge.counts_fig), "weights"),
         explained(_bokeh(lab.edge.bar_fig), "edge"),
         explained(pn.Column(_bokeh(lab.race_chart.figure), lab.race_table, sizing_mode="stretch_width"), "race"),
         explained(digits, "digits"),
-        with_note(lab.fit_table, EXPLAIN["metrics"], NOTE_WIDTH),
         sizing_mode="stretch_width")

@@ -39,7 +39,10 @@ class PatchesSettings(param.Parameterized):
                             doc="f = (1/P) sum_p g(patch p), or with a learnt weight w_p per patch position")
     patch = param.Integer(default=3, bounds=(2, 7), label="Patch size (h = w)",
                           doc="Patches of h x h pixels (the thesis: 3 x 3 rectangles, 5 x 5 MNIST)")
-    M = param.Integer(default=16, bounds=(2, 100), label="M (inducing patches)",
+    # 45 = U, every distinct 3 x 3 patch of the rectangles: Theorem 1's optimum, so the fit leaves the
+    # patches where they are and they stay readable; at M = 16 (the thesis') they drift to values from
+    # -2.6 to 3.7 and the ELBO ends 23 nats lower (200 images, 40 iterations, as fast)
+    M = param.Integer(default=45, bounds=(2, 100), label="M (inducing patches)",
                       doc="Inducing patches (the thesis: 16 for the rectangles, 50 for MNIST 0 vs 1)")
     z_init = param.Selector(default="unique", objects=INITS, label="Inducing patches start at",
                             doc="Where the inducing patches start (Theorem 1: the unique patches are optimal)")
