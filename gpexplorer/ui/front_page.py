@@ -35,10 +35,10 @@ header h1{margin:0;font-size:1.7em}
 header p{margin:6px 0 0;max-width:60em;line-height:1.4}
 main{padding:16px 32px;max-width:1500px}
 .cards{display:flex;flex-wrap:wrap;gap:20px}
-.card{background:white;border:1px solid #d5dbe3;border-radius:10px;width:440px;overflow:hidden;
+.card{background:white;border:1px solid #d5dbe3;border-radius:10px;width:340px;overflow:hidden;
  text-decoration:none;color:inherit;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 .card:hover{box-shadow:0 3px 10px rgba(0,0,0,.18)}
-.card img{width:100%;height:190px;object-fit:cover;object-position:top left;display:block;border-bottom:1px solid #e3e7ec}
+.card img{width:100%;height:160px;object-fit:cover;object-position:top left;display:block;border-bottom:1px solid #e3e7ec}
 .card h2{margin:8px 14px 2px;font-size:1.15em}
 .card p{margin:0 14px 10px;line-height:1.3}
 h2.section{margin:20px 0 4px}

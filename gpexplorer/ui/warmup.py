@@ -5,7 +5,7 @@ numba compiles each jitted function on its first call and keeps the machine code
 20-40 s for the compiler. This module runs, on small data, every numerical path the two labs
 take (the sparse comparison with each approximation and kernel, the joint fit, the M sweep and
 the add-one curve; EGP / UGP / EKS / UKS evaluation, learning and the free-energy profile; the
-black-box lab's SAVIGP fits), so
+black-box lab's SAVIGP fits; the patches lab's convolutional and SE models), so
 that afterwards a page only loads machine code from disk. It lives with the serving code
 (:mod:`gpexplorer.ui.serve` starts it, :mod:`gpexplorer.ui.preparing` waits for it) and imports
 no Panel: the workloads call the library as the pages do.
@@ -316,6 +316,22 @@ def black_box_fits():
                 m.predict_y(X[:5])
 
 
+def patches_lab():
+    """The patches lab's models on a few images: the race's four kernels (the SE one on whole
+    images takes the fused full-Gaussian path with image-sized inputs, which the black-box lab's
+    1-D fits do not compile), an inducing patch moved, MNIST pooled, the digit model's Adam steps."""
+    from gpexplorer import convolutional_fits as fits
+    from gpexplorer import convolutional_views as views
+
+    problem = fits.load_problem("rectangles", 30, n_test=20)
+    race = fits.race(problem, fits.KINDS, {"M": 4, "patch": 3, "iterations": 2})
+    model = race["conv"].model
+    views.move_inducing_patch(model, 0, 1.0 - model.features[0].Z[0])
+    views.read_off(model, problem.X_test, problem.y_test)
+    fits.fit_one(fits.load_problem("mnist01", 30, n_test=10), "weighted", {"M": 4, "patch": 5, "iterations": 2})
+    fits.digit_model({"n_train": 60, "M": 4, "steps": 2, "n_test": 10, "trace_every": 1})
+
+
 #: name -> workload, the longest first (the pool starts them in this order)
 WORKLOADS = {
     "sparse comparison": sparse_comparison,
@@ -325,6 +341,7 @@ WORKLOADS = {
     "sparse M sweep and add-one curve": sparse_studies,
     "sparse inducing features": sparse_features,
     "black-box fits": black_box_fits,
+    "patches lab": patches_lab,
 }
 
 

@@ -80,7 +80,8 @@ class DigitCharts:
 
     def __init__(self):
         fig = lab_figure("digit-probabilities-figure", "Class probabilities of your drawing", 260)
-        fig.toolbar.autohide = True        fig.x_range = Range1d(-0.6, 9.6)
+        fig.toolbar.autohide = True
+        fig.x_range = Range1d(-0.6, 9.6)
         fig.y_range = Range1d(0.0, 1.05)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "digit", "p(digit | drawing)"
         fig.xaxis.ticker = list(range(10))

@@ -161,7 +161,8 @@ class PredictionsFigure:
 
     def __init__(self):
         fig = lab_figure("predictions-figure", "Predictions", 260)
-        fig.toolbar.autohide = True        self.placeholder = range_placeholder(fig)
+        fig.toolbar.autohide = True
+        self.placeholder = range_placeholder(fig)
         fig.y_range = Range1d(-0.03, 1.03)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "test image", "p(class 1)"
         legend = outside_legend(fig)

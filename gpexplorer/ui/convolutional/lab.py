@@ -151,6 +151,7 @@ class ConvolutionalLab(LabBase):
         self._job_context = self._fit_context()
         self._start_job("fit", lambda job: fits.fit_one(problem, kind, options, self._progress_callback(job, options)),
                         started=f"fitting the {fits.LABELS[kind]} model")
+        self.editor.locked = True  # the fit's result replaces the model: no edits meanwhile
 
     def _progress_callback(self, job, options):
         count = [0]
@@ -180,6 +181,10 @@ class ConvolutionalLab(LabBase):
 
     def _fit_context(self):
         return cfg.fit_context(self.settings)
+
+    def _fitting(self):
+        """Whether the lab's own fit runs (the race fits models of its own: edits go on meanwhile)."""
+        return self._busy() and self.jobs.job.name == "fit"
 
     def poll_job(self):
         super().poll_job()
@@ -246,8 +251,8 @@ class ConvolutionalLab(LabBase):
     def edit_patch(self, values):
         """The editor sent the pixels of the selected inducing patch: move it and redraw."""
         model = self._model()
-        if model is None or self._busy():
-            self._load_editor()  # a fit owns the model now: the edit is undone on the screen
+        if model is None or self._fitting():
+            self._load_editor()  # no model, or a fit replaces it: the edit is undone on the screen
             return
         t0 = time.perf_counter()
         index = self._tile()
@@ -287,7 +292,7 @@ class ConvolutionalLab(LabBase):
         kernel, feature = views.convolutional_part(model)
         h, w = kernel.layout.patch_shape
         self.editor.param.update(rows=h, cols=w, pixel=max(12, EDITOR_PIXELS // max(h, w)),
-                                 values=[float(v) for v in feature.Z[self._tile()]], locked=self._busy())
+                                 values=[float(v) for v in feature.Z[self._tile()]], locked=self._fitting())
 
     # views ------------------------------------------------------------------------------
     def image_index(self):
