@@ -38,7 +38,7 @@ from gpexplorer.variational.natural_gradients import QUpdater, supports
 
 __all__ = ["convolutional_part", "patch_grid", "patch_counts", "weights_image", "inducing_tiles", "contributions",
            "bar_images", "bar_response", "unique_patch_count", "move_inducing_patch", "pool_images",
-           "centre_by_mass", "read_off", "Q_STEPS_AFTER_MOVE"]
+           "centre_by_mass", "read_off", "feature_parameter", "Q_STEPS_AFTER_MOVE"]
 
 #: natural-gradient steps on q(u) after an inducing patch moved: each costs one ELBO and one
 #: gradient of q (rectangles, N = 200, M = 16: about 20 ms each); two take most of the way back
@@ -186,7 +186,7 @@ def _move(model, kernel, feature, index, patch, q_steps):
     Z = feature.Z.copy()
     Z[index] = patch
     try:
-        model.set_parameters(**{_feature_name(model): Z})
+        model.set_parameters(**{feature_parameter(model): Z})
         Lk, _ = jittered_cholesky(covariances.Kuu(feature, kernel), model.jitter, what="Kuu", warn=False)
         model.posterior.set_moments([Lk @ mu for mu, _ in whitened], [Lk @ Lt for _, Lt in whitened])
         if q_steps:
@@ -207,7 +207,8 @@ def _value(model):
     return value if np.isfinite(value) else np.nan
 
 
-def _feature_name(model):
+def feature_parameter(model):
+    """The model's parameter name of the inducing patches Z ("feature0.Z", or "feature.Z" when shared)."""
     return "feature.Z" if model.shared else "feature0.Z"
 
 

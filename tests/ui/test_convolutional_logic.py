@@ -160,9 +160,13 @@ def test_bad_editor_values_are_refused_and_the_model_stays(lab):
     lab.edit_message = None
 
 
-def test_a_view_setting_out_of_the_test_set_is_clamped(lab):
-    lab.settings.image = 499
-    assert lab.image_index() == 499 and lab.current["f_mean"] == pytest.approx(lab.current["contribution_sum"])
+def test_the_contributions_follow_the_chosen_test_image(lab):
+    first = lab.current["f_mean"]
+    lab.settings.image = 199  # the last of the 200 test images
+    assert lab.image_index() == 199 and lab.current["f_mean"] != first
+    assert lab.current["f_mean"] == pytest.approx(lab.current["contribution_sum"], abs=1e-8)
+    with pytest.raises(ValueError):
+        lab.settings.image = 200
     lab.settings.image = 0
 
 

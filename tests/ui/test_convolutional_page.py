@@ -106,10 +106,19 @@ def _save(page, name, full_page=False):
     print(f"screenshot: {path}")
 
 
-_JS_OVERFLOW = """() => { let widest = 0; const walk = (root) => {
-  for (const el of root.querySelectorAll('*')) { const r = el.getBoundingClientRect();
-    if (r.width > 0 && r.height > 0 && !el.closest?.('#sidebar')) widest = Math.max(widest, r.right); if (el.shadowRoot) walk(el.shadowRoot); } };
-  walk(document.getElementById('main') || document); return widest - window.innerWidth; }"""
+#: how far the widest element of the main area reaches past the window's right edge, and what it is
+_JS_OVERFLOW = """() => { let widest = [0, '']; const walk = (root) => {
+  for (const el of root.querySelectorAll('.bk-Figure, .bk-Div, .bk-Row, .bk-panel-models-layout-Column, canvas, table, button')) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0 && r.right > widest[0]) widest = [r.right, el.tagName + '.' + el.className]; }
+  for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot); };
+  walk(document.getElementById('main') || document); return [widest[0] - window.innerWidth, widest[1]]; }"""
+
+
+def _overflow(page):
+    wait_until_quiet(page)
+    page.wait_for_timeout(500)  # a resized window's layout settles
+    return page.evaluate(_JS_OVERFLOW)
 
 
 def test_the_lab_fits_an_edit_moves_the_elbo_and_a_drawing_is_classified(open_lab):
@@ -143,10 +152,11 @@ def test_the_lab_fits_an_edit_moves_the_elbo_and_a_drawing_is_classified(open_la
     for k, (i, j) in enumerate([(1, 1), (1, 1), (0, 2), (0, 2), (2, 0), (2, 0)]):
         latencies.append(measure_latency(page, "predictions", lambda: _click_pixel(page, box, i, j, 3),
                                          from_last_input=True))
+        print(f"edit {k + 1}: {latencies[-1]:.0f} ms")
         expect(readout).to_have_attribute("data-edits", str(k + 1))
         elbos.append(float(readout.get_attribute("data-elbo")))
     assert elbos[0] != pytest.approx(fitted, abs=1e-6), "flipping a pixel did not move the ELBO"
-    assert elbos[1] == pytest.approx(fitted, abs=0.5)  # flipped back: close to where it was (q is re-fitted)
+    assert elbos[1] == pytest.approx(fitted, abs=1e-6)  # flipped back: the fitted patches, the fitted q(u)
     page.get_by_role("button", name="Undo edits").click()
     expect(readout).to_have_attribute("data-edits", "0")
     assert float(readout.get_attribute("data-elbo")) == pytest.approx(fitted, abs=1e-6)
@@ -159,20 +169,21 @@ def test_the_lab_fits_an_edit_moves_the_elbo_and_a_drawing_is_classified(open_la
     for k, stroke in enumerate(strokes):
         if k:
             page.get_by_role("button", name="Clear drawing").click()
-            page.wait_for_function("() => Math.max(...Bokeh.documents[0].get_model_by_name('digit-probabilities')"
-                                   ".data.get('p')) === 0")
+            page.wait_for_function("() => { const d = Bokeh.documents[0].get_model_by_name('digit-probabilities').data;"
+                                   " return Math.max(...(d instanceof Map ? d.get('p') : d.p)) === 0; }")
         drawn.append(measure_latency(page, "digit-probabilities", lambda: _stroke(page, box, stroke),
                                      from_last_input=True))
+        print(f"drawing {k + 1}: {drawn[-1]:.0f} ms")
         expect(probabilities).to_have_attribute("data-digit", re.compile(r"^\d$"))
         p = cds_data(page, "digit-probabilities")["p"]
         assert sum(p) == pytest.approx(1.0, abs=1e-3) and cds_length(page, "digit-seen") == 1
-    print(f"\nedit latency (ms): {[round(v) for v in latencies]}, median {statistics.median(latencies):.0f}")
-    print(f"drawing latency (ms): {[round(v) for v in drawn]}, median {statistics.median(drawn):.0f}")
+    print(f"edit latency median {statistics.median(latencies):.0f} ms, drawing {statistics.median(drawn):.0f} ms")
     assert statistics.median(latencies) < LATENCY_LIMIT_MS and statistics.median(drawn) < LATENCY_LIMIT_MS
 
     page.set_viewport_size({"width": 1024, "height": 768})
     page.evaluate("() => (document.getElementById('main') || document.scrollingElement).scrollTo(0, 0)")
-    assert page.evaluate(_JS_OVERFLOW) <= 2, "the page is wider than a 1024 px screen"
+    overflow = _overflow(page)
+    assert overflow[0] <= 2, f"the page is wider than a 1024 px screen: {overflow}"
     _save(page, "convolutional-1024x768.png")
 
 
@@ -196,14 +207,15 @@ def test_the_race_draws_four_traces_live_and_cancel_stops_it(open_lab):
 
 
 def test_presenter_mode_gives_the_tiles_the_width(open_lab):
-    lab = open_lab(f"?presenter=1&{SMALL}", viewport=(1024, 768))
+    lab = open_lab(f"?presenter=1&{DIGITS}", viewport=(1024, 768))
     page = lab.page
     width = page.evaluate("""() => { const fig = Bokeh.documents[0].get_model_by_name('tiles-figure'); let w = 0;
         const walk = (v) => { if (v.model === fig) w = v.el.getBoundingClientRect().width; for (const c of (v.child_views ?? [])) walk(c); };
         for (const r of Bokeh.index.roots) walk(r); return w; }""")
     assert width >= 0.6 * 1024, f"the tiles take {width:.0f} px of 1024"
     assert page.get_by_role("button", name="?", exact=True).count() >= 5  # the notes are folded
-    assert page.evaluate(_JS_OVERFLOW) <= 2
+    overflow = _overflow(page)
+    assert overflow[0] <= 2, f"the page is wider than a 1024 px screen: {overflow}"
     _save(page, "presenter-convolutional-1024x768.png")
 
 

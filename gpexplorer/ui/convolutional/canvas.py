@@ -16,6 +16,8 @@ from __future__ import annotations
 import param
 from panel.custom import JSComponent
 
+from gpexplorer.ui.widgets import PROMPT_MS
+
 __all__ = ["PixelCanvas"]
 
 
@@ -31,6 +33,8 @@ class PixelCanvas(JSComponent):
     locked = param.Boolean(default=False, doc="ignore the mouse (shown faded)")
     label = param.String(default="canvas", doc="the canvas element's data-canvas attribute")
     strokes = param.Integer(default=0, doc="strokes finished in the browser (each sends the values)")
+
+    _debounce = PROMPT_MS  # a stroke's values reach Python without Panel's 50 ms batching window
 
     _esm = """
     export function render({ model, el }) {

@@ -88,14 +88,14 @@ class TilesFigure:
         self.mapper = LinearColorMapper(palette=GREYS, low=0.0, high=1.0)
         self.mean_mapper = LinearColorMapper(palette=DIVERGING, low=-1.0, high=1.0)
         self.src = source("tiles", {"image": [], "x": [], "y": [], "dw": [], "dh": [], "cx": [], "cy": [],
-                                    "label_y": [], "index": [], "rank": [], "mean": [], "sd": [], "text": []})
+                                    "label_y": [], "index": [], "rank": [], "mean": [], "sd": [], "text": [], "ink": []})
         fig.image("image", x="x", y="y", dw="dw", dh="dh", source=self.src, color_mapper=self.mapper)
         hit = fig.rect("cx", "cy", width="dw", height="dh", source=self.src, fill_alpha=0.0, line_color="#8895a7",
                        line_width=1)
         fig.rect("cx", "label_y", width="dw", height=0.5, source=self.src,
                  fill_color={"field": "mean", "transform": self.mean_mapper}, line_color=None)
         fig.text("cx", "label_y", text="text", source=self.src, text_align="center", text_baseline="middle",
-                 text_font_size="8pt")
+                 text_font_size="8pt", text_color="ink")
         self.selected = source("tile-selected", {"cx": [], "cy": [], "w": [], "h": []})
         fig.rect("cx", "cy", width="w", height="h", source=self.selected, fill_alpha=0.0, line_color="#f0a202",
                  line_width=4)
@@ -133,7 +133,8 @@ class TilesFigure:
         assign(self.src, {"image": [top_down(patches[i]) for i in order], "x": x, "y": y, "dw": np.ones(M),
                           "dh": np.ones(M), "cx": x + 0.5, "cy": y + 0.5, "label_y": y - LABEL_ROOM / 2,
                           "index": np.asarray(order), "rank": rank, "mean": mean[order], "sd": tiles["sd"][order],
-                          "text": [_short(m) for m in mean[order]]})
+                          "text": [_short(m) for m in mean[order]],
+                          "ink": ["white" if abs(m) > 0.6 * bound else "black" for m in mean[order]]})
         width, height = cols * (1.0 + TILE_GAP) - TILE_GAP, rows * step_y - TILE_GAP
         self.figure.x_range.start, self.figure.x_range.end = -0.1, width + 0.1
         self.figure.y_range.start, self.figure.y_range.end = -height - 0.1, 0.1
@@ -164,7 +165,7 @@ class PredictionsFigure:
         fig.toolbar.autohide = True
         self.placeholder = range_placeholder(fig)
         fig.y_range = Range1d(-0.03, 1.03)
-        fig.xaxis.axis_label, fig.yaxis.axis_label = "test image", "p(class 1)"
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "test image", "p(class 1 | image)"
         legend = outside_legend(fig)
         self.fitted = source("predictions-fitted", {"x": [], "p": []})
         ring = fig.scatter("x", "p", source=self.fitted, size=9, fill_alpha=0.0, line_color="#9aa3ad", line_width=1.5)

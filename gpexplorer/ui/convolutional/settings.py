@@ -49,7 +49,7 @@ class PatchesSettings(param.Parameterized):
     iterations = param.Integer(default=40, bounds=(1, 500), label="Iterations",
                                doc="L-BFGS-B iterations over the kernel and Z, q(u) at its optimum at each "
                                    "(natural-gradient steps); also each fit of the race")
-    image = param.Integer(default=0, bounds=(0, 499), label="Test image (contributions)",
+    image = param.Integer(default=0, bounds=(0, 199), label="Test image (contributions)",
                           doc="The test image whose patch contributions the heat map shows")
     tile = param.Integer(default=0, bounds=(0, 99), label="Inducing patch to edit",
                          doc="Which inducing patch the editor holds (its number, not its rank by mean)")
