@@ -23,6 +23,7 @@ from gpexplorer.ui import serve, url_state
 from gpexplorer.ui.black_box import data as black_box_data
 from gpexplorer.ui.black_box import settings as black_box_cfg
 from gpexplorer.ui.black_box.lab import BlackBoxLab
+from gpexplorer.ui.convolutional import settings as convolutional_cfg
 from gpexplorer.ui.file_input import SizedFileInput
 from gpexplorer.ui.linearized import settings as linearized_cfg
 from gpexplorer.ui.sparse import settings as sparse_cfg
@@ -32,6 +33,7 @@ SETTINGS = {
     "sparse_regression": (sparse_cfg.LabSettings, sparse_cfg.url_parameters() + ["inducing_inputs"]),
     "linearized": (linearized_cfg.LinearizedSettings, linearized_cfg.url_parameters()),
     "black_box": (black_box_cfg.BlackBoxSettings, black_box_cfg.url_parameters()),
+    "convolutional": (convolutional_cfg.PatchesSettings, convolutional_cfg.url_parameters()),
 }
 
 
