@@ -207,7 +207,7 @@ def test_the_race_draws_four_traces_live_and_cancel_stops_it(open_lab):
 
 
 def test_presenter_mode_gives_the_tiles_the_width(open_lab):
-    lab = open_lab(f"?presenter=1&{DIGITS}", viewport=(1024, 768))
+    lab = open_lab(f"?presenter=1&iterations=20&{DIGITS}", viewport=(1024, 768))
     page = lab.page
     width = page.evaluate("""() => { const fig = Bokeh.documents[0].get_model_by_name('tiles-figure'); let w = 0;
         const walk = (v) => { if (v.model === fig) w = v.el.getBoundingClientRect().width; for (const c of (v.child_views ?? [])) walk(c); };
@@ -220,11 +220,11 @@ def test_presenter_mode_gives_the_tiles_the_width(open_lab):
 
 
 def test_bad_url_values_are_named_and_the_page_still_fits(open_lab):
-    lab = open_lab(f"?M=abc&patch=1&n_train=99999&iterations=8&{DIGITS}")
+    lab = open_lab(f"?M=abc&patch=1&image=999&n_train=60&iterations=8&{DIGITS}")
     page = lab.page
     badges = page.locator("#badges")
     expect(badges).to_contain_text("ignored URL values")
-    for key in ("M (", "patch (", "n_train ("):
+    for key in ("M (", "patch (", "image ("):
         expect(badges).to_contain_text(key)
     page.get_by_role("button", name="Clear drawing").click()  # an empty drawing: nothing to classify, no error
     expect(page.locator("#digit-readout")).not_to_have_attribute("data-state", "failed")

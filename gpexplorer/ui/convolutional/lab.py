@@ -318,9 +318,9 @@ class ConvolutionalLab(LabBase):
     def _draw_model_views(self, elbo=None):
         """Everything drawn from the model: tiles, editor, predictions, contributions, weights, edge."""
         model, problem = self._model(), self.problem
-        # one message to the browser for every change (an edit measured 270 ms from the end of
-        # this method to the browser's redraw when each change went on its own, 20 of them)
-        with self._silenced(), pn.io.hold():
+        # no pn.io.hold() here: its "combine" policy, with the sources' binary buffers, once left the
+        # browser with "Offset is outside the bounds of the DataView" and an empty edge chart
+        with self._silenced():
             if problem is None:
                 return
             k = self.image_index()

@@ -38,7 +38,7 @@ EXPLAIN = {
         "to put it in the editor."),
     "editor": (
         "<b>Edit an inducing patch.</b> Click a pixel to flip it (0 &harr; 1), drag to paint. The model's q(u) is "
-        "carried over (whitened) and takes two natural-gradient steps for the new patch; the ELBO and the "
+        "carried over (whitened) and takes a natural-gradient step towards its optimum for the new patch; the ELBO and the "
         "predictions follow at once. <i>Undo edits</i> restores the fitted patches; <i>Fit</i> refits from scratch."),
     "predictions": (
         "<b>Predictions</b> p(class 1 | x) for the first test images, coloured by their true class; grey rings: "
