@@ -106,6 +106,17 @@ class TilesFigure:
         self.src.selected.on_change("indices", lambda attr, old, new: on_select(self._index_at(new)))
         self.figure = fig
 
+    @staticmethod
+    def grid(M):
+        """(columns, rows) of M tiles."""
+        cols = max(1, min(M, MAX_TILE_COLUMNS))
+        return cols, -(-M // cols)
+
+    def reserve(self, M):
+        """The height M tiles take, set before they are drawn: a page (a lesson's step) that scrolls
+        a view into sight while the first fit runs keeps its place when the tiles arrive."""
+        self.figure.height = int(70 + 95 * self.grid(M)[1])
+
     def _index_at(self, rows):
         if not rows:
             return None
@@ -120,8 +131,7 @@ class TilesFigure:
             return
         order, patches, mean = tiles["order"], tiles["patches"], tiles["mean"]
         M = len(order)
-        cols = min(M, MAX_TILE_COLUMNS)
-        rows = -(-M // cols)
+        cols, rows = self.grid(M)
         step_y = 1.0 + LABEL_ROOM + TILE_GAP
         rank = np.arange(M)
         col, row = rank % cols, rank // cols
@@ -138,7 +148,7 @@ class TilesFigure:
         width, height = cols * (1.0 + TILE_GAP) - TILE_GAP, rows * step_y - TILE_GAP
         self.figure.x_range.start, self.figure.x_range.end = -0.1, width + 0.1
         self.figure.y_range.start, self.figure.y_range.end = -height - 0.1, 0.1
-        self.figure.height = int(70 + 95 * rows)
+        self.reserve(M)
         lo, hi = float(mean.min()), float(mean.max())
         outside = "" if patches.min() >= -1e-6 and patches.max() <= 1 + 1e-6 else (
             f"; pixels {patches.min():.2f} to {patches.max():.2f}")

@@ -62,6 +62,7 @@ class ConvolutionalLab(LabBase):
     # construction ----------------------------------------------------------------------
     def _build_components(self):
         self.tiles = TilesFigure(lambda index: next_tick(lambda: self.select_tile(index)))
+        self.tiles.reserve(self.settings.M)
         self.predictions, self.contributions = PredictionsFigure(), ContributionsFigure()
         self.weights, self.edge, self.race_chart = WeightsFigure(), EdgeFigures(), RaceChart()
         self.editor = PixelCanvas(rows=3, cols=3, pixel=EDITOR_PIXELS // 3, brush="toggle", label="patch",
@@ -378,6 +379,7 @@ class ConvolutionalLab(LabBase):
 
     def _update_views(self):
         with self._silenced():
+            self.tiles.reserve(self.extra["M"] if self._model() is not None else self.settings.M)
             stale = self.outcome is not None and self._context != self._fit_context()
             self.fit_table.object = texts.fit_html(self.outcome, self.extra, stale)
             self.note_pane.object = texts.note_html(self.problem)

@@ -79,14 +79,13 @@ def _num(v, fmt="{:.4g}"):
 
 def fit_html(outcome, extra, stale=False):
     """The lab's model: ELBO, test error, NLPD, unique patches, iterations, how it ended, time."""
-    if outcome is None:
-        return f'{STYLE}<table id="fit-table" class="gpx-table" data-state="none"><tr><td>not fitted yet</td></tr></table>'
-    if outcome.error is not None:
-        return (f'{STYLE}<table id="fit-table" class="gpx-table" data-state="failed"><tr><td>the fit failed: '
-                f"{html.escape(outcome.error)}</td></tr></table>")
-    m = outcome.metrics
     head = ("<tr><th>kernel</th><th>ELBO</th><th>test error</th><th>NLPD</th><th>unique patches U</th><th>M</th>"
             "<th>iterations</th><th>ended</th><th>fit time (s)</th></tr>")
+    if outcome is None or outcome.error is not None:  # the same two rows as a fit's: the page does not jump
+        state, what = ("none", "not fitted yet") if outcome is None else ("failed", f"the fit failed: {outcome.error}")
+        return (f'{STYLE}<table id="fit-table" class="gpx-table" data-state="{state}">{head}<tr><td colspan=9 '
+                f'style="text-align:left">{html.escape(what)}</td></tr></table>')
+    m = outcome.metrics
     row = (f"<tr><td>{html.escape(LABELS.get(outcome.kind, outcome.kind))}</td><td>{_num(m['elbo'], '{:.2f}')}</td>"
            f"<td>{_num(m['error_rate'], '{:.1%}')}</td><td>{_num(m['nlpd'])}</td><td>{extra.get('unique', 'n/a')}</td>"
            f"<td>{extra.get('M', 'n/a')}</td><td>{m.get('iterations', 'n/a')}</td>"
