@@ -4,7 +4,8 @@ convolutional GP (:func:`gpexplorer.convolutional_fits.cached_digit_model`).
 The digit model is fitted once per server process and options, in the background with its own
 progress bar, status line and Cancel (a job of this panel's own, so that the lab's fits and the
 race are not held up by it, nor it by them); a second page waits for the first page's fit instead
-of fitting again. Every finished stroke sends the 28 x 28 drawing (``canvas.PixelCanvas``), which
+of fitting again, and a page closed mid-fit leaves the fit running for the next one
+(:class:`SharedFitPoller`). Every finished stroke sends the 28 x 28 drawing (``canvas.PixelCanvas``), which
 is centred by its centre of mass and pooled to 14 x 14 as the model's training images were, then
 classified (:meth:`SparseVariationalGP.predict_class_probabilities`).
 """
@@ -46,11 +47,24 @@ class DigitStatus(TextBlock):
         self.value = text.replace('id="job-status"', 'id="digit-status"')
 
 
+class SharedFitPoller(JobPoller):
+    """A JobPoller whose job outlives its page: the digit model it fits is kept for every page of
+    the server process (:func:`gpexplorer.convolutional_fits.cached_digit_model`), so a tab closed
+    mid-fit (a lesson's next step, a reload) leaves the fit running for the next page instead of
+    starting it again there. Cancel still stops it."""
+
+    def connection_lost(self) -> bool:
+        return False
+
+    def session_destroyed(self, session_context):
+        pass
+
+
 class DigitPanel(JobControls):
     """The canvas, its class probabilities and the digit model's background fit."""
 
     def __init__(self):
-        self.jobs = JobPoller()
+        self.jobs = SharedFitPoller()
         self.outcome, self.options, self.last_seconds = None, None, None
         self.canvas = PixelCanvas(rows=SIDE, cols=SIDE, pixel=9, brush="pen", label="digit", values=[0.0] * SIDE * SIDE,
                                   margin=(5, 10))

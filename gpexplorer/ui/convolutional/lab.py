@@ -139,6 +139,10 @@ class ConvolutionalLab(LabBase):
     def _served():
         return pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
 
+    @staticmethod
+    def _lesson_page():
+        return bool((pn.state.session_args or {}).get("lesson"))
+
     # background jobs: the fit and the race ---------------------------------------------
     def request_fit(self):
         """Fit the lab's model; a running job is cancelled first and this one starts after it."""
@@ -211,8 +215,10 @@ class ConvolutionalLab(LabBase):
             verb = "fitted" if job.result.error is None else "fit failed"
             self.status.object = texts.status_html("done" if job.result.error is None else "failed",
                                                    f"{verb}: {fits.LABELS[job.result.kind]} in {job.elapsed:.1f} s")
-            if self._served():
+            if self._served() and not self._lesson_page():
                 self.digits.start(cfg.digit_options(self.settings))
+            elif self.digits.options is None:  # a lesson's steps leave it to the button
+                self.digits.readout.object = texts.digit_html("waiting", "Press 'Fit the digit model' to draw.")
         elif state == "done":
             self.status.object = texts.status_html("discarded", "fit discarded: the settings changed while fitting")
         else:
