@@ -61,9 +61,11 @@ class SharedFitPoller(JobPoller):
 
 
 class DigitPanel(JobControls):
-    """The canvas, its class probabilities and the digit model's background fit."""
+    """The canvas, its class probabilities and the digit model's background fit; ``options()``
+    gives the digit model's options as the page's settings have them (its button fits those)."""
 
-    def __init__(self):
+    def __init__(self, options=dict):
+        self.options_now = options
         self.jobs = SharedFitPoller()
         self.outcome, self.options, self.last_seconds = None, None, None
         self.canvas = PixelCanvas(rows=SIDE, cols=SIDE, pixel=9, brush="pen", label="digit", values=[0.0] * SIDE * SIDE,
@@ -79,7 +81,7 @@ class DigitPanel(JobControls):
         self.clear_button = PromptButton(label="Clear drawing", color="light")
         self.clear_button.on_click(lambda _: self.clear())
         self.fit_button = PromptButton(label="Fit the digit model", color="primary")
-        self.fit_button.on_click(lambda _: self.start(self.options or {}, force=True))
+        self.fit_button.on_click(lambda _: self.start(self.options_now(), force=True))
 
     # the model ---------------------------------------------------------------------------
     def start(self, options, force=False):

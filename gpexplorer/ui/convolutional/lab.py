@@ -68,7 +68,7 @@ class ConvolutionalLab(LabBase):
         self.editor = PixelCanvas(rows=3, cols=3, pixel=EDITOR_PIXELS // 3, brush="toggle", label="patch",
                                   values=[0.0] * 9, locked=True, margin=(5, 10))
         self.editor.param.watch(lambda e: next_tick(lambda: self.edit_patch(e.new)), "values")
-        self.digits = DigitPanel()
+        self.digits = DigitPanel(lambda: cfg.digit_options(self.settings))
         self.intro = TextBlock(texts.INTRO, styles={"font-size": "0.95em"})
         self.badge_pane, self.note_pane, self.fit_table = TextBlock(), TextBlock(), TextBlock(texts.fit_html(None, {}))
         self.edit_readout, self.race_table = TextBlock(texts.edit_html(None, 0, 0, 0, 0, 0)), TextBlock(texts.race_html({}))
