@@ -211,7 +211,7 @@ class ContributionsFigure:
 
     def __init__(self):
         self.image_fig = image_figure("contrib-image-figure", "Test image", self.SIZE)
-        self.heat_fig = image_figure("contrib-heat-figure", "Contribution of each patch location",
+        self.heat_fig = image_figure("contrib-heat-figure", "c_p",
                                      self.SIZE, ranges=(self.image_fig.x_range, self.image_fig.y_range))
         for fig in (self.image_fig, self.heat_fig):
             fig.xaxis.axis_label, fig.yaxis.axis_label = "pixel column", "pixel row (down)"
@@ -251,7 +251,7 @@ class WeightsFigure:
     SIZE = 170
 
     def __init__(self):
-        fig = image_figure("weights-figure", "Patch weights w_p", self.SIZE)
+        fig = image_figure("weights-figure", "w_p", self.SIZE)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "patch position (column)", "patch position (row, down)"
         self.mapper = LinearColorMapper(palette=DIVERGING, low=-1.0, high=1.0)
         self.src = source("weights", {"image": [], "x": [], "y": [], "dw": [], "dh": []})
@@ -270,8 +270,8 @@ class WeightsFigure:
         bound = float(max(np.max(np.abs(weights)), 1e-12))
         self.mapper.low, self.mapper.high = -bound, bound
         self.glyph.glyph.global_alpha = 1.0 if weighted else 0.25  # all ones: no pattern to see
-        self.figure.title.text = (f"Learnt patch weights w_p ({weights.min():+.2f} to {weights.max():+.2f})"
-                                  if weighted else "Patch weights: all 1 (an unweighted kernel)")
+        self.figure.title.text = (f"w_p: {weights.min():.2f} to {weights.max():.2f}" if weighted
+                                  else "w_p: all 1 (unweighted)")
 
 
 class EdgeFigures:
@@ -281,7 +281,7 @@ class EdgeFigures:
     SIZE = 170
 
     def __init__(self):
-        fig = image_figure("edge-counts-figure", "Patches each pixel belongs to", self.SIZE)
+        fig = image_figure("edge-counts-figure", "Patches per pixel", self.SIZE)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "pixel column", "pixel row (down)"
         self.mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=9.0)
         self.counts = source("edge-counts", {"image": [], "x": [], "y": [], "dw": [], "dh": []})
@@ -310,7 +310,7 @@ class EdgeFigures:
                              "dh": [float(H)]}, unless_equal=False)
         self.mapper.low, self.mapper.high = 0.0, float(counts.max())
         mid = counts[H // 2, W // 2]
-        self.counts_fig.title.text = f"Patches per pixel: corner {counts[0, 0]}, edge {counts[H // 2, 0]}, centre {mid}"
+        self.counts_fig.title.text = f"Patches per pixel: {counts[0, 0]} to {mid}"
         if response is None:
             assign(self.bar, {n: [] for n in self.bar.data})
             self.placeholder.visible = True

@@ -335,7 +335,7 @@ class ConvolutionalLab(LabBase):
             if model is None:
                 self.tiles.update(None)
                 self.predictions.update(None, None, None, ())
-                self.contributions.update(image, np.zeros((1, 1)), 1, f"Test image {k}", "Contributions (after a fit)")
+                self.contributions.update(image, np.zeros((1, 1)), 1, f"Test image {k}", "c_p (after a fit)")
                 self.edge.update(views.patch_counts(self.layout_now()), None)
                 self.weights.update(None, False)
                 self.edit_readout.object = texts.edit_html(None, 0, 0, 0, 0, 0)
@@ -351,8 +351,7 @@ class ConvolutionalLab(LabBase):
             mean = float(seen["contributions"].sum())
             names = problem.class_names or ("0", "1")
             self.contributions.update(image, seen["contributions"], kernel.layout.patch_shape[0],
-                                      f"Test image {k} (class {names[int(problem.y_test[k])]})",
-                                      f"Patch contributions: sum E[f] = {mean:+.2f}")
+                                      f"Test image {k}: {names[int(problem.y_test[k])]}", f"c_p, sum {mean:+.2f} = E[f]")
             self.weights.update(seen["weights"], kernel.weighted)
             self.edge.update(views.patch_counts(kernel.layout), seen["bar"])
             self.current = {"elbo": seen["elbo"], "error_rate": seen["error_rate"], "contribution_sum": mean,

@@ -49,13 +49,14 @@ EXPLAIN = {
         "(the image's ink in grey over it); they sum to E<sub>q</sub>[f(x)]. Blank patches contribute the same "
         "everywhere; the rectangle's edges decide."),
     "weights": (
-        "<b>Patch weights</b> w<sub>p</sub> over the patch positions (thesis fig. 5.9): where the weighted "
+        "<b>Left: patch weights</b> w<sub>p</sub> over the patch positions (thesis fig. 5.9): where the weighted "
         "kernel listens. Without weights every position counts the same, which makes f invariant to where "
-        "a feature is."),
+        "a feature is. <b>Right</b>: how many patches each pixel belongs to (the edge effect, below)."),
     "edge": (
-        "<b>The edge effect.</b> Left: how many patches each pixel belongs to: h x h in the middle, fewer "
-        "towards the border, one in a corner. Right: E[f] (2 sd band) for a vertical bar put at each column: a "
-        "bar at the border sits in fewer patches (orange squares), so the same stroke counts less there."),
+        "<b>The edge effect.</b> A pixel belongs to h x h patches in the middle of the image, fewer towards the "
+        "border, one in a corner (above, right). Here: E[f] (2 sd band) for a vertical bar over the middle rows "
+        "put at each column: at the border it sits in fewer patches (orange squares, right axis), so the same "
+        "stroke counts less there."),
     "race": (
         "<b>ELBO race</b>: one fit each of the SE kernel (inducing points at training images), the convolutional "
         "kernel, the weighted one and weighted + SE (a joint q over both sets of inducing variables), with the "
