@@ -27,6 +27,8 @@ And the preparation of a hand-drawn digit for a model trained on MNIST: :func:`p
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import linalg as sla
 
@@ -146,6 +148,14 @@ def _touched(layout, images):
     return np.array([int(np.count_nonzero(np.any(x[layout.index] != 0, axis=1))) for x in images])
 
 
+@functools.lru_cache(maxsize=8)
+def _bars(layout):
+    """The bar images of a layout and the patch positions each touches (the same for every edit)."""
+    bars = bar_images(layout.image_shape)
+    bars.setflags(write=False)
+    return bars, _touched(layout, bars)
+
+
 def unique_patch_count(kernel, X):
     """U: the number of distinct patches of ``kernel``'s size in the images X (§5.4)."""
     if not isinstance(kernel, Convolutional):
@@ -223,7 +233,7 @@ def read_off(model, X_test, y_test, image=0, latent=0, elbo=None):
     X_test = kernel.layout.check(X_test, "X_test")
     if not 0 <= int(image) < len(X_test):
         raise ValueError(f"image must be from 0 to {len(X_test) - 1}; got {image!r}")
-    bars = bar_images(kernel.layout.image_shape)
+    bars, touched = _bars(kernel.layout)
     with _threads.single_threaded():
         everything = np.vstack([X_test, bars])
         p = model.predict_class_probabilities(everything)
@@ -234,7 +244,7 @@ def read_off(model, X_test, y_test, image=0, latent=0, elbo=None):
                "error_rate": float(np.mean(np.argmax(p[:len(X_test)], axis=1) != np.asarray(y_test).astype(int))),
                "tiles": inducing_tiles(model, latent), "contributions": contributions(model, X_test[int(image)], latent),
                "bar": {"column": np.arange(len(bars)), "mean": mean[:, j], "sd": np.sqrt(np.maximum(var[:, j], 0.0)),
-                       "patches": _touched(kernel.layout, bars)},
+                       "patches": touched.copy()},
                "weights": weights_image(kernel)}
     return out
 
