@@ -83,7 +83,9 @@ class TilesFigure:
     def __init__(self, on_select):
         fig = lab_figure("tiles-figure", "Inducing patches sorted by q(u) mean", 190, match_aspect=False)
         fig.grid.visible = False
-        fig.xaxis.visible = fig.yaxis.visible = False
+        fig.yaxis.visible = False
+        fig.xaxis.ticker, fig.xaxis.major_label_text_font_size = [], "0pt"  # a label, no scale: the tiles are ranked
+        fig.xaxis.axis_label = "inducing patches in the order of q(u)'s mean, low to high (row by row)"
         fig.x_range, fig.y_range = Range1d(0, 1), Range1d(-1, 0)
         self.mapper = LinearColorMapper(palette=GREYS, low=0.0, high=1.0)
         self.mean_mapper = LinearColorMapper(palette=DIVERGING, low=-1.0, high=1.0)
@@ -115,7 +117,7 @@ class TilesFigure:
     def reserve(self, M):
         """The height M tiles take, set before they are drawn: a page (a lesson's step) that scrolls
         a view into sight while the first fit runs keeps its place when the tiles arrive."""
-        self.figure.height = int(70 + 95 * self.grid(M)[1])
+        self.figure.height = int(100 + 95 * self.grid(M)[1])
 
     def _index_at(self, rows):
         if not rows:
