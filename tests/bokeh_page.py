@@ -170,6 +170,9 @@ class ConsoleErrors:
         errors.assert_none()
 
     ``ignore`` is an iterable of substrings; matching messages/URLs are dropped (use sparingly).
+    A request the browser cancelled itself (``net::ERR_ABORTED``: the next ``goto`` leaves a
+    stylesheet of the previous page unloaded, or a re-rendered widget drops its ``<link>``) is not
+    a failure; a response with an HTTP error status (4xx/5xx) is.
     Console warnings are kept separately in ``warnings`` and never fail ``assert_none``.
     """
 
@@ -181,6 +184,7 @@ class ConsoleErrors:
         page.on("console", self._on_console)
         page.on("pageerror", self._on_pageerror)
         page.on("requestfailed", self._on_requestfailed)
+        page.on("response", self._on_response)
 
     def _keep(self, text: str) -> bool:
         return not any(pattern in text for pattern in self.ignore)
@@ -199,7 +203,12 @@ class ConsoleErrors:
 
     def _on_requestfailed(self, request) -> None:
         text = f"{request.method} {request.url}: {request.failure}"
-        if self._keep(text):
+        if "net::ERR_ABORTED" not in str(request.failure) and self._keep(text):
+            self.failed_requests.append(text)
+
+    def _on_response(self, response) -> None:
+        text = f"{response.request.method} {response.url}: HTTP {response.status}"
+        if response.status >= 400 and self._keep(text):
             self.failed_requests.append(text)
 
     @property

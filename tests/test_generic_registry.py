@@ -200,6 +200,24 @@ def test_gradient_contraction_matches_finite_differences(kernel_name, feature_na
                 np.testing.assert_allclose(got[n], want[n], rtol=1e-10, atol=1e-12, err_msg=f"{n} with {sorted(kw)}")
 
 
+@pytest.mark.parametrize("kernel_name,feature_name", PAIRS)
+def test_a_kuu_only_contraction_runs_on_no_rows(kernel_name, feature_name):
+    """The minibatch KL gradient (variational.fitting.kl_gradients) contracts dL/dKuu on X[:0]:
+    every pair must give what a zero dL/dKuf on all rows gives."""
+    X, _, locations = problem()
+    kernel, feature = KERNEL_CASES[kernel_name](), make_feature(feature_name, locations)
+    M = len(feature)
+    W1 = np.random.default_rng(3).normal(size=(M, M))
+    W1 = W1 + W1.T
+    Kuu, Kuf = covariances.Kuu(feature, kernel), covariances.Kuf(feature, kernel, X)
+    want = covariances.gradients(feature, kernel, X, W1, np.zeros((M, len(X))), Kuu=Kuu, Kuf=Kuf)
+    got = covariances.gradients(feature, kernel, X[:0], W1, np.zeros((M, 0)), Kuu=Kuu, Kuf=Kuf[:, :0])
+    for g, w in zip(got, want):
+        assert set(g) == set(w)
+        for n in w:
+            np.testing.assert_allclose(g[n], w[n], rtol=1e-12, atol=1e-12, err_msg=n)
+
+
 # ---------------------------------------------------------------------------------------------
 # The sparse objective
 # ---------------------------------------------------------------------------------------------

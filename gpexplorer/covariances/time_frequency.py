@@ -103,7 +103,7 @@ def kuf_gradients(mu, omega, omega0, delta, variance, v, X, W, *, K, S, rank_one
     u = delta * delta
     s = u + v
     r = u / s
-    centre = X.mean(axis=0)
+    centre = X.mean(axis=0) if len(X) else np.zeros(D)  # no rows: a KL-only contraction
     xc = X - centre
     muc = mu - centre
     V = np.empty((X.shape[0], 1 + 2 * D))

@@ -282,7 +282,8 @@ def full(conv, X, X2):
     Bf = B.reshape(-1, E)
     step = max(1, 2_000_000 // max(1, P * P * B.shape[0]))
     for i in range(0, A.shape[0], step):
-        Kb = pk.K(A[i:i + step].reshape(-1, E), Bf).reshape(-1, P, B.shape[0], P)
+        n = len(A[i:i + step])
+        Kb = pk.K(A[i:i + step].reshape(n * P, E), Bf).reshape(n, P, B.shape[0], P)
         out[i:i + step] = np.einsum("ipjq,p,q,pq->ij", Kb, w, w, mask)
     return out
 

@@ -59,7 +59,7 @@ import warnings
 
 import numpy as np
 
-from gpexplorer import _threads
+from gpexplorer import _threads, covariances
 from gpexplorer.linalg import CholeskyError
 from gpexplorer.optimize import (ADAM_BETAS, FAILED_OBJECTIVE, FitResult, Packer, TraceEntry, adam, block_cyclic,
                                   best_of_starts, lbfgsb, perturb_log, summaries)
@@ -156,13 +156,21 @@ def batch_elbo(model, rows, eps):
 
 
 def kl_gradients(model, X, r):
-    """{name: gradient} of L_ent + L_cross (eq. 19-20) alone, from the latents of ``r``."""
+    """{name: gradient} of L_ent + L_cross (eq. 19-20) alone, from the latents of ``r``.
+
+    These terms see the kernel only through Kuu, so the contraction runs on no data rows (a
+    convolutional kernel's Kuf sums would otherwise be redone with a zero weight); latents that
+    share one kernel and feature add their dL/dKuu first and contract once."""
     post = model.posterior
     _, d_ent = post.entropy()
     _, d_cross, dKuu = post.cross_term([lat.L for lat in r.latents])
+    none = X[:0]
+    pairs = list(zip(model.kernels, model.features, r.latents, dKuu))
+    if getattr(model, "shared", False):
+        pairs = [(model.kernels[0], model.features[0], r.latents[0], sum(dKuu))]
     gks, gfs = [], []
-    for k, f, lat, dK in zip(model.kernels, model.features, r.latents, dKuu):
-        gk, gf = marginals.parameter_gradients(k, f, X, lat, dK, np.zeros_like(lat.Kuf), np.zeros(X.shape[0]))
+    for k, f, lat, dK in pairs:
+        gk, gf = covariances.gradients(f, k, none, dK, np.zeros((len(f), 0)), Kuu=lat.Kuu, Kuf=lat.Kuf[:, :0])
         gks.append(gk)
         gfs.append(gf)
     named = model.latent_gradients_by_name(gks, gfs)
