@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import reference
+import reference_convolutional as ref
 from gpexplorer import covariances, datasets
 from gpexplorer.inducing import Components, InducingPatches, InducingPoints
 from gpexplorer.kernels import Convolutional, Matern32, SquaredExponential, Sum
@@ -68,6 +69,50 @@ def test_every_gradient_matches_finite_differences(colour, C, base, route):
         return _objective(k, InducingPatches(Z, channels=f.channels), X, W1, W2, v)
 
     reference.check_grad_close(gf["Z"], reference.numerical_grad(at_Z, f.Z), rtol=1e-6, atol=1e-7)
+
+
+def _blank_images(C, seed=3):
+    """Continuous images that are mostly zero, as digits are: one with ink in its top-left corner
+    only, one in the bottom-right, one blank; their blank patches are merged (SE route)."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((3, 4, 5, C))
+    X[0, :2, :2] = rng.normal(size=(2, 2, C))
+    X[1, 3:, 3:] = rng.normal(size=(1, 2, C))
+    return X.reshape(3, -1)
+
+
+@pytest.mark.parametrize("colour,C,base", [(colour, C, "se") for colour, C in CASES if colour != "additive"]
+                         + [("none", 1, "se-ard")])  # the additive colour kernel is not an SE patch kernel
+def test_merged_blank_patches_give_the_reference_values_and_gradients(colour, C, base):
+    k = _kernel(colour, C, BASES[base](), False, scaling="mean")  # not the unique-patch path: few distinct
+    X = _blank_images(C)
+    assert k._route(X) == "se"
+    # one block of images with at most two non-blank patches each: merging applies
+    x = k.layout.patches(X)
+    assert x.any(axis=2).sum(axis=1).max() + 1 <= 0.9 * x.shape[1]
+    rng = np.random.default_rng(5)
+    f = InducingPatches(rng.normal(size=(2, k.layout.patch_dim)), channels=k.layout.n_groups)
+    opts = dict(image_shape=(4, 5), patch_shape=(2, 3), channels=C, colour=colour, scaling="mean",
+                weights=k.parameters["weights"],
+                channel_weights=k.parameters.get("channel_weights") if colour == "additive" else None)
+    base_k = k.base
+    np.testing.assert_allclose(k.Kdiag(X), ref.conv_Kdiag(X, base_k, **opts), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(covariances.Kuf(f, k, X), ref.conv_Kuf(f.Z, X, base_k, **opts), rtol=1e-12,
+                               atol=1e-14)
+    W1 = np.zeros((len(f), len(f)))
+    W2, v = rng.normal(size=(len(f), X.shape[0])), rng.normal(size=X.shape[0])
+    gk, gf = covariances.gradients(f, k, X, W1, W2)
+    gd = k.grad_params_diag(v, X)
+    for name, value in k.parameters.items():
+        def at(val, name=name):
+            probe = k.copy()
+            probe.set_parameters(**{name: val if np.ndim(value) else float(val)})
+            return _objective(probe, f, X, W1, W2, v)
+
+        reference.check_grad_close(np.asarray(gk[name]) + gd[name], reference.numerical_grad(at, value),
+                                   rtol=1e-6, atol=1e-7)
+    reference.check_grad_close(gf["Z"], reference.numerical_grad(
+        lambda Z: _objective(k, InducingPatches(Z, channels=f.channels), X, W1, W2, v), f.Z), rtol=1e-6, atol=1e-7)
 
 
 def test_the_unique_patch_path_equals_the_dense_one_on_rectangles():
