@@ -156,11 +156,8 @@ def batch_elbo(model, rows, eps):
 
 
 def kl_gradients(model, X, r):
-    """{name: gradient} of L_ent + L_cross (eq. 19-20) alone, from the latents of ``r``.
-
-    These terms see the kernel only through Kuu, so the contraction runs on no data rows (a
-    convolutional kernel's Kuf sums would otherwise be redone with a zero weight); latents that
-    share one kernel and feature add their dL/dKuu first and contract once."""
+    """{name: gradient} of L_ent + L_cross (eq. 19-20) alone, from the latents of ``r``: through Kuu
+    only, so contracted on no data rows (shared latents add their dL/dKuu first)."""
     post = model.posterior
     _, d_ent = post.entropy()
     _, d_cross, dKuu = post.cross_term([lat.L for lat in r.latents])
