@@ -255,9 +255,12 @@ class Convolutional(Kernel):
 
     def Kdiag(self, X):
         X = self._images(X)
-        route = self._route(X)
-        return self._cached(("diag", _fingerprint(X), self._state()),
-                            lambda: getattr(sums, f"{route}_diag")(self, X)).copy()
+        out = self._diag(X, self._route(X))
+        return (out["kdiag"] if isinstance(out, dict) else out).copy()
+
+    def _diag(self, X, route):
+        """Kdiag by the route's sums, cached; the SE route's dict carries its gradient's parts."""
+        return self._cached(("diag", _fingerprint(X), self._state()), lambda: getattr(sums, f"{route}_diag")(self, X))
 
     def grad_params_and_X(self, dL_dK, X, X2=None, K=None):
         X = self._images(X)
@@ -271,7 +274,11 @@ class Convolutional(Kernel):
         X = self._images(X)
         if not np.any(dL_dKdiag):  # the KL-only gradients of a minibatch step pass zeros
             return self._zero_gradients()
-        g, dw = getattr(sums, f"{self._route(X)}_diag_gradients")(self, X, np.asarray(dL_dKdiag, dtype=float))
+        route, v = self._route(X), np.asarray(dL_dKdiag, dtype=float)
+        if route == "se":
+            g, dw = sums.se_diag_gradients(self, X, v, self._diag(X, route))
+        else:
+            g, dw = getattr(sums, f"{route}_diag_gradients")(self, X, v)
         return self._gradients(g, dw)
 
     # inducing patches (called by gpexplorer.covariances.patches) -----------------------------

@@ -157,29 +157,34 @@ def _pair_blocks(conv, X):
 
 
 def se_diag(conv, X):
-    """Kdiag_n = variance w'^T Phi_n w' per group (eq. 5.46)."""
-    out = np.zeros(X.shape[0])
-    for rows, _, _, w, _, _, phi in _pair_blocks(conv, X):
-        out[rows] += np.einsum("nk,nk->n", np.matmul(phi, w[:, :, None])[:, :, 0], w)
-    return conv.patch_kernel.variance * out
-
-
-def se_diag_gradients(conv, X, v):
-    """With u = Phi w': dKdiag/dvariance = w'^T u, dKdiag/dw' = 2 variance u, and dKdiag/dl_e =
-    variance / l_e sum_kl w'_k w'_l phi_kl (x_ke - x_le)^2 = variance / l_e (2 sum_k w'_k u_k x_ke^2 -
-    2 sum_k w'_k x_ke [Phi (w' x)]_ke)."""
-    pk = conv.patch_kernel
-    v = np.asarray(v, dtype=float)
-    dvar, T, dw, ls = 0.0, np.zeros(conv.layout.patch_dim), np.zeros(conv.layout.n_patches), None
-    for rows, sl, x, w, slot, ls, phi in _pair_blocks(conv, X):
-        vr = v[rows]
+    """Kdiag_n = variance w'^T Phi_n w' per group (eq. 5.46), with what its gradient needs for any
+    dL/dKdiag (:func:`se_diag_gradients`), so that the pair sums are formed once per step:
+    {"kdiag" [N], "u" [N, P]: [Phi_n w']_{slot(n, p)}, "t" [N, E]: 2 sum_k w'_k u_k x_ke^2 - 2 sum_k
+    w'_k x_ke [Phi_n (w' x)]_ke}."""
+    N, P, E = X.shape[0], conv.layout.n_patches, conv.layout.patch_dim
+    out = {"kdiag": np.zeros(N), "u": np.zeros((N, P)), "t": np.zeros((N, E))}
+    for rows, sl, x, w, slot, _, phi in _pair_blocks(conv, X):
         u = np.matmul(phi, w[:, :, None])[:, :, 0]  # [n, K]
-        dvar += vr @ np.einsum("nk,nk->n", u, w)
-        dw[sl] += 2.0 * pk.variance * _to_patches(vr[:, None] * u, slot)
+        out["kdiag"][rows] += np.einsum("nk,nk->n", u, w)
+        out["u"][rows, sl] += np.take_along_axis(u, slot, axis=1)
         wx = x * w[:, :, None]
         Y = np.matmul(phi, wx)  # [n, K, E]
-        T += 2.0 * np.einsum("n,nk,nke->e", vr, u * w, x * x) - 2.0 * np.einsum("n,nke,nke->e", vr, wx, Y)
-    return {"variance": float(dvar), "lengthscale": _lengthscale_gradient(pk, pk.variance * T / ls)}, dw
+        out["t"][rows] += 2.0 * np.einsum("nk,nke->ne", u * w, x * x) - 2.0 * np.einsum("nke,nke->ne", wx, Y)
+    out["kdiag"] *= conv.patch_kernel.variance
+    return out
+
+
+def se_diag_gradients(conv, X, v, parts=None):
+    """With u = Phi w': dKdiag/dvariance = w'^T u, dKdiag/dw' = 2 variance u, and dKdiag/dl_e =
+    variance / l_e sum_kl w'_k w'_l phi_kl (x_ke - x_le)^2 = variance / l_e t_e (:func:`se_diag`'s
+    parts, formed here if not given)."""
+    pk = conv.patch_kernel
+    parts = se_diag(conv, X) if parts is None else parts
+    v = np.asarray(v, dtype=float)
+    ls = np.broadcast_to(np.asarray(pk.lengthscale, dtype=float), (conv.layout.patch_dim,))
+    dvar = float(v @ parts["kdiag"]) / pk.variance
+    dw = 2.0 * pk.variance * (v @ parts["u"])
+    return {"variance": dvar, "lengthscale": _lengthscale_gradient(pk, pk.variance * (v @ parts["t"]) / ls)}, dw
 
 
 # ---------------------------------------------------------------------------------------------
