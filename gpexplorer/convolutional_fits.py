@@ -176,10 +176,52 @@ def _fit(model, options, callback):
     return model.fit(max_iter=int(options["iterations"]), callback=callback)
 
 
-def fit_one(problem, kind, options, callback=None):
+#: finished fits by (problem, kind, options): their parameter values, trace and metrics, so that a
+#: class opening the same page (or a lesson stepping back to it) rebuilds a model instead of fitting
+_FITS: dict = {}
+_FITS_KEPT = 16
+_FITS_LOCK = threading.Lock()
+
+
+def _fit_key(problem, kind, options):
+    data = (problem.name, problem.X.shape, float(problem.X.sum()), float(problem.y @ np.arange(len(problem.y))),
+            problem.X_test.shape, float(problem.X_test.sum()))
+    return data, kind, tuple(sorted((k, v) for k, v in options.items() if isinstance(v, (int, float, str))))
+
+
+def _replayed(problem, kind, options, kept):
+    out = FitOutcome(kind, trace={k: list(v) for k, v in kept["trace"].items()}, metrics=dict(kept["metrics"]))
+    try:
+        out.model = build_model(problem, kind, options["M"], options.get("patch", 3), options.get("init", "unique"),
+                                options.get("seed", 0))
+        out.model.set_parameters(**{n: (v.copy() if isinstance(v, np.ndarray) else v)
+                                    for n, v in kept["parameters"].items()})
+    except FAILURES as err:
+        return FitOutcome(kind, error=f"{type(err).__name__}: {err}")
+    return out
+
+
+def fit_one(problem, kind, options, callback=None, reuse=False):
     """Build and fit one model (``options``: M, patch, init, iterations, seed; the digits: steps,
     batch_size, learning_rate); a failure is kept as ``error``, a callback's stop leaves
-    ``metrics["ended"] = "stopped"``."""
+    ``metrics["ended"] = "stopped"``. With ``reuse``, a fit finished earlier in this process with
+    the same problem, kind and options is rebuilt from its values (the same model, no fitting)."""
+    key = _fit_key(problem, kind, options) if reuse else None
+    with _FITS_LOCK:
+        kept = _FITS.get(key) if reuse else None
+    if kept is not None:
+        return _replayed(problem, kind, options, kept)
+    out = _fitted(problem, kind, options, callback)
+    if reuse and out.error is None and out.metrics.get("ended") != "stopped":
+        with _FITS_LOCK:
+            _FITS[key] = {"parameters": out.model.parameters, "metrics": dict(out.metrics),
+                          "trace": {k: list(v) for k, v in out.trace.items()}}
+            while len(_FITS) > _FITS_KEPT:
+                _FITS.pop(next(iter(_FITS)))
+    return out
+
+
+def _fitted(problem, kind, options, callback):
     out = FitOutcome(kind)
     t0 = time.perf_counter()
     try:

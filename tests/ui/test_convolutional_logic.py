@@ -234,3 +234,22 @@ def test_the_digit_panel_classifies_a_drawing_and_ignores_blank_or_broken_ones()
     again = DigitPanel()
     again.start(DIGITS)  # the same options: the process's fitted model, at once
     assert again.wait_for_jobs(60) == "done" and again.outcome is panel.outcome
+
+
+def test_a_finished_fit_is_reused_by_the_next_page_and_a_changed_setting_fits_again():
+    problem = fits.load_problem("rectangles", 40, n_test=20)
+    options = {"M": 6, "patch": 3, "init": "unique", "iterations": 3, "seed": 0}
+    first = fits.fit_one(problem, "weighted", options, reuse=True)
+    calls = []
+    again = fits.fit_one(problem, "weighted", options, callback=lambda e: calls.append(e) or False, reuse=True)
+    assert calls == [] and again.model is not first.model  # rebuilt from the values, no iteration run
+    assert again.metrics == first.metrics and again.trace == first.trace
+    assert again.model.elbo() == pytest.approx(first.model.elbo(), rel=1e-12)
+    np.testing.assert_array_equal(again.model.predict_y(problem.X_test)[0], first.model.predict_y(problem.X_test)[0])
+    again.model.set_parameters(**{"kernel0.base.lengthscale": 3.0})  # a page's edit does not reach the kept fit
+    assert fits.fit_one(problem, "weighted", options, reuse=True).model.elbo() == pytest.approx(first.model.elbo())
+    changed = fits.fit_one(problem, "weighted", {**options, "M": 7},
+                           callback=lambda e: calls.append(e) or False, reuse=True)
+    assert calls and len(changed.model.features[0]) == 7
+    other = fits.load_problem("rectangles", 41, n_test=20)  # one image more: another problem
+    assert fits._fit_key(other, "weighted", options) != fits._fit_key(problem, "weighted", options)

@@ -156,7 +156,8 @@ class ConvolutionalLab(LabBase):
             return
         problem, options, kind = self.problem, cfg.fit_options(self.settings), self.settings.kernel
         self._job_context = self._fit_context()
-        self._start_job("fit", lambda job: fits.fit_one(problem, kind, options, self._progress_callback(job, options)),
+        self._start_job("fit", lambda job: fits.fit_one(problem, kind, options, self._progress_callback(job, options),
+                                                        reuse=True),
                         started=f"fitting the {fits.LABELS[kind]} model")
         self.editor.locked = True  # the fit's result replaces the model: no edits meanwhile
 
