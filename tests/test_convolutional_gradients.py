@@ -37,6 +37,25 @@ def _objective(k, f, X, W1, W2, v):
     return float(np.sum(W2 * covariances.Kuf(f, k, X)) + np.sum(W1 * covariances.Kuu(f, k)) + v @ k.Kdiag(X))
 
 
+def _assert_gradients_match_finite_differences(k, f, X, W1, W2, v):
+    """Every kernel parameter's and Z's gradient of :func:`_objective` against finite differences."""
+    gk, gf = covariances.gradients(f, k, X, W1, W2)
+    gd = k.grad_params_diag(v, X)
+    for name, value in k.parameters.items():
+        def at(val, name=name):
+            probe = k.copy()
+            probe.set_parameters(**{name: val if np.ndim(value) else float(val)})
+            return _objective(probe, f, X, W1, W2, v)
+
+        reference.check_grad_close(np.asarray(gk[name]) + gd[name], reference.numerical_grad(at, value),
+                                   rtol=1e-6, atol=1e-7)
+
+    def at_Z(Z):
+        return _objective(k, InducingPatches(Z, channels=f.channels), X, W1, W2, v)
+
+    reference.check_grad_close(gf["Z"], reference.numerical_grad(at_Z, f.Z), rtol=1e-6, atol=1e-7)
+
+
 BASES = {"se": lambda: SquaredExponential(1.3, 0.7), "matern32": lambda: Matern32(0.8, 1.1),
          "se-ard": lambda: SquaredExponential(0.9, np.array([0.6, 0.8, 1.1, 0.7, 1.2, 0.9]))}  # E = 6: one channel
 GRADIENT_CASES = [(colour, C, base, route) for colour, C in CASES for base in BASES for route in ("auto", True)
@@ -52,23 +71,9 @@ def test_every_gradient_matches_finite_differences(colour, C, base, route):
     W1 = rng.normal(size=(len(f), len(f)))
     W1 = W1 + W1.T
     W2, v = rng.normal(size=(len(f), X.shape[0])), rng.normal(size=X.shape[0])
-    gk, gf = covariances.gradients(f, k, X, W1, W2)
-    gd = k.grad_params_diag(v, X)
     assert k._route(X) == ("unique" if route is True else ("se" if isinstance(k.patch_kernel, SquaredExponential)
                                                            else "generic"))
-    for name, value in k.parameters.items():
-        def at(val, name=name):
-            probe = k.copy()
-            probe.set_parameters(**{name: val if np.ndim(value) else float(val)})
-            return _objective(probe, f, X, W1, W2, v)
-
-        reference.check_grad_close(np.asarray(gk[name]) + gd[name], reference.numerical_grad(at, value),
-                                   rtol=1e-6, atol=1e-7)
-
-    def at_Z(Z):
-        return _objective(k, InducingPatches(Z, channels=f.channels), X, W1, W2, v)
-
-    reference.check_grad_close(gf["Z"], reference.numerical_grad(at_Z, f.Z), rtol=1e-6, atol=1e-7)
+    _assert_gradients_match_finite_differences(k, f, X, W1, W2, v)
 
 
 def _blank_images(C, seed=3):
@@ -101,18 +106,7 @@ def test_merged_blank_patches_give_the_reference_values_and_gradients(colour, C,
                                atol=1e-14)
     W1 = np.zeros((len(f), len(f)))
     W2, v = rng.normal(size=(len(f), X.shape[0])), rng.normal(size=X.shape[0])
-    gk, gf = covariances.gradients(f, k, X, W1, W2)
-    gd = k.grad_params_diag(v, X)
-    for name, value in k.parameters.items():
-        def at(val, name=name):
-            probe = k.copy()
-            probe.set_parameters(**{name: val if np.ndim(value) else float(val)})
-            return _objective(probe, f, X, W1, W2, v)
-
-        reference.check_grad_close(np.asarray(gk[name]) + gd[name], reference.numerical_grad(at, value),
-                                   rtol=1e-6, atol=1e-7)
-    reference.check_grad_close(gf["Z"], reference.numerical_grad(
-        lambda Z: _objective(k, InducingPatches(Z, channels=f.channels), X, W1, W2, v), f.Z), rtol=1e-6, atol=1e-7)
+    _assert_gradients_match_finite_differences(k, f, X, W1, W2, v)
 
 
 def test_the_unique_patch_path_equals_the_dense_one_on_rectangles():

@@ -126,7 +126,7 @@ def random_tf(rng, M, D):
 
 
 @pytest.mark.parametrize("D", [1, 2])
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1])  # adaptive 2-D quadrature: ~10 s a case
 def test_kuf_matches_quadrature_of_eq_4_3(D, seed):
     rng = np.random.default_rng(seed)
     variance, ls = rng.uniform(0.5, 2.0), rng.uniform(0.4, 1.5, D)
@@ -145,7 +145,7 @@ def test_kuf_matches_quadrature_of_eq_4_3(D, seed):
 
 
 @pytest.mark.parametrize("D", [1, 2])
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1])  # adaptive 2-D quadrature: ~10 s a case
 def test_kuu_matches_quadrature_of_eq_4_4(D, seed):
     rng = np.random.default_rng(10 + seed)
     variance, ls = rng.uniform(0.5, 2.0), rng.uniform(0.4, 1.5, D)
