@@ -253,7 +253,7 @@ def pool_images(X, side, factor):
     """Average-pool square images (rows of X, side x side, one channel) by factor x factor blocks."""
     X = np.asarray(X, dtype=float)
     if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor < 1 or side % factor:
-        raise ValueError(f"factor must be a positive integer dividing the image side {side}; got {factor!r}")
+        raise ValueError(f"pool factor must be a positive integer dividing the image side {side}; got {factor!r}")
     if X.ndim != 2 or X.shape[1] != side * side:
         raise ValueError(f"X must hold one {side}x{side} image per row; got shape {X.shape}")
     s = side // factor

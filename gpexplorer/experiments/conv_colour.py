@@ -31,6 +31,7 @@ import numpy as np
 
 from gpexplorer import datasets
 from gpexplorer.experiments import distributed
+from gpexplorer.experiments.conv_common import report_footer
 from gpexplorer.experiments.conv_mnist10 import compare
 from gpexplorer.inducing import InducingPatches
 from gpexplorer.kernels import Convolutional, SquaredExponential
@@ -164,9 +165,4 @@ def format_report(result):
                      f"{np.mean([r['seconds'] for r in rs]):>6.1f}")
     lines += ["", "claims, checked on these numbers (A beats B: mean error lower by more than 2 binomial s.e.):"]
     lines += [f"- {c}: {v}\n    {n}" for c, v, n in result["claims"]]
-    info = result["cluster"]
-    lines.append(f"\ncells ran on {info['workers']} dask worker(s) at {info['scheduler']}; "
-                 f"wall time {result['seconds']:.0f} s")
-    if result.get("files"):
-        lines.append("saved: " + ", ".join(result["files"].values()))
-    return "\n".join(lines)
+    return "\n".join(lines + report_footer(result))

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from gpexplorer.convolutional_views import pool_images
 from gpexplorer.experiments import distributed
 from gpexplorer.inducing import InducingPatches
 from gpexplorer.kernels import Convolutional, SquaredExponential
@@ -33,7 +34,7 @@ from gpexplorer.variational import fitting
 
 __all__ = ["VERDICTS", "SIGNIFICANCE", "fit_adam", "fit_lbfgs", "scores", "kernel_summary", "conv_part", "scaling_of",
            "claim", "paired_errors", "paired_nlpp", "step_timing", "jsonable", "write_outputs", "run_cells",
-           "inducing_patches_of", "inducing_means", "patch_glyphs", "average_pool"]
+           "inducing_patches_of", "inducing_means", "patch_glyphs", "average_pool", "report_footer"]
 
 VERDICTS = ("HOLDS", "does NOT hold", "within noise", "n/a")
 #: two-sided level of the paired tests behind "HOLDS" / "does NOT hold"
@@ -166,15 +167,18 @@ def patch_glyphs(Z, patch_shape, values=None, per_line=16, levels=" .:*#"):
     return lines
 
 
-def average_pool(X, side, factor):
-    """Square single-channel images (rows of X, side x side) averaged over ``factor`` x ``factor`` blocks."""
-    X = np.asarray(X, dtype=float)
-    if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor < 1 or side % factor:
-        raise ValueError(f"factor must be a positive integer dividing the image side {side}; got {factor!r}")
-    if X.ndim != 2 or X.shape[1] != side * side:
-        raise ValueError(f"X must hold {side}x{side} images as rows of {side * side}; got shape {X.shape}")
-    s = side // factor
-    return X.reshape(len(X), s, factor, s, factor).mean(axis=(2, 4)).reshape(len(X), s * s)
+#: the pooling the patches lab uses (one implementation for the lab and the experiments)
+average_pool = pool_images
+
+
+def report_footer(result):
+    """The last lines of a conv-* report: where the cells ran, the wall time and the files saved."""
+    info = result["cluster"]
+    lines = [f"\ncells ran on {info['workers']} dask worker(s) at {info['scheduler']}; "
+             f"wall time {result['seconds']:.0f} s"]
+    if result.get("files"):
+        lines.append("saved: " + ", ".join(result["files"].values()))
+    return lines
 
 
 # claims ----------------------------------------------------------------------------------------

@@ -40,7 +40,9 @@ import warnings
 import numpy as np
 
 from gpexplorer import datasets
+from gpexplorer.convolutional_views import pool_images
 from gpexplorer.experiments import distributed
+from gpexplorer.experiments.conv_common import report_footer
 from gpexplorer.inducing import Components, InducingPatches, InducingPoints
 from gpexplorer.kernels import Convolutional, SquaredExponential, Sum
 from gpexplorer.likelihoods import get_likelihood
@@ -81,12 +83,7 @@ def choose_likelihood():
         return "softmax", "reparam"
 
 
-def pool(X, side, factor):
-    """Average-pool square images (rows of X, side x side) by ``factor`` x ``factor`` blocks."""
-    if side % factor:
-        raise ValueError(f"pool factor {factor} must divide the image side {side}")
-    s = side // factor
-    return X.reshape(len(X), s, factor, s, factor).mean(axis=(2, 4)).reshape(len(X), s * s)
+pool = pool_images  # the patches lab's pooling
 
 
 DATASETS = ("mnist10", "fashion_mnist5k")
@@ -413,12 +410,7 @@ def format_study(result, title, thesis=True):
     for r in (r for r in result["rows"] if r["kernel_share"] is not None):
         lines.append(f"- the {r['model']} fit ({r['image']}, {'shared' if r['shared'] else 'per latent'}): "
                      f"{r['step_seconds']:.3f} s per step, {100 * r['kernel_share']:.0f} % in kernel sums")
-    info = result["cluster"]
-    lines.append(f"\ncells ran on {info['workers']} dask worker(s) at {info['scheduler']}; "
-                 f"wall time {result['seconds']:.0f} s")
-    if result.get("files"):
-        lines.append("saved: " + ", ".join(result["files"].values()))
-    return "\n".join(lines)
+    return "\n".join(lines + report_footer(result))
 
 
 def format_report(result):

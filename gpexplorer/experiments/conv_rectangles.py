@@ -235,12 +235,7 @@ def format_report(result):
     lines += ["", "claims, checked on these numbers:"]
     lines += [f"- {c['claim']}: {c['verdict']}\n    {c['numbers']}" for c in result["claims"]]
     lines += ["", "where ours differs from the thesis:"] + _differences(result)
-    info = result["cluster"]
-    lines.append(f"\ncells ran on {info['workers']} dask worker(s) at {info['scheduler']}; wall time "
-                 f"{result['seconds']:.0f} s")
-    if result.get("files"):
-        lines.append("saved: " + ", ".join(result["files"].values()))
-    return "\n".join(lines)
+    return "\n".join(lines + cc.report_footer(result))
 
 
 def _differences(result):
