@@ -34,7 +34,8 @@ from gpexplorer.variational import fitting
 
 __all__ = ["VERDICTS", "SIGNIFICANCE", "fit_adam", "fit_lbfgs", "scores", "kernel_summary", "conv_part", "scaling_of",
            "claim", "paired_errors", "paired_nlpp", "step_timing", "jsonable", "write_outputs", "run_cells",
-           "inducing_patches_of", "inducing_means", "patch_glyphs", "average_pool", "report_footer"]
+           "inducing_patches_of", "inducing_means", "patch_glyphs", "average_pool", "report_footer",
+           "merged_settings"]
 
 VERDICTS = ("HOLDS", "does NOT hold", "within noise", "n/a")
 #: two-sided level of the paired tests behind "HOLDS" / "does NOT hold"
@@ -169,6 +170,17 @@ def patch_glyphs(Z, patch_shape, values=None, per_line=16, levels=" .:*#"):
 
 #: the pooling the patches lab uses (one implementation for the lab and the experiments)
 average_pool = pool_images
+
+
+def merged_settings(full, quick_settings, quick, settings):
+    """A run's settings: :data:`FULL` or :data:`QUICK` of the experiment with ``settings``' entries
+    over them (an unknown entry is refused by name)."""
+    cfg = dict(quick_settings if quick else full)
+    unknown = sorted(set(settings or {}) - set(cfg))
+    if unknown:
+        raise ValueError(f"settings has unknown entries {unknown}; known: {sorted(cfg)}")
+    cfg.update(settings or {})
+    return cfg
 
 
 def report_footer(result):

@@ -171,11 +171,7 @@ def run(quick=False, seed=0, max_iter=None, num_inducing=None, scheduler=None, n
     """The models as dask cells (module docstring); ``max_iter``: Adam steps; ``num_inducing``: M of
     the convolutional models; ``settings`` overrides entries of :data:`FULL` / :data:`QUICK`."""
     t0 = time.perf_counter()
-    cfg = dict(QUICK if quick else FULL)
-    unknown = sorted(set(settings or {}) - set(cfg))
-    if unknown:
-        raise ValueError(f"settings has unknown entries {unknown}; known: {sorted(cfg)}")
-    cfg.update(settings or {})
+    cfg = cc.merged_settings(FULL, QUICK, quick, settings)
     cfg["steps"], cfg["M"] = int(max_iter or cfg["steps"]), int(num_inducing or cfg["M"])
     bad = [m for m in models if m not in MODELS]
     if bad or not models:

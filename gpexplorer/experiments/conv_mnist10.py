@@ -42,7 +42,7 @@ import numpy as np
 from gpexplorer import datasets
 from gpexplorer.convolutional_views import pool_images
 from gpexplorer.experiments import distributed
-from gpexplorer.experiments.conv_common import report_footer
+from gpexplorer.experiments.conv_common import merged_settings, report_footer
 from gpexplorer.inducing import Components, InducingPatches, InducingPoints
 from gpexplorer.kernels import Convolutional, SquaredExponential, Sum
 from gpexplorer.likelihoods import get_likelihood
@@ -320,11 +320,7 @@ def run_study(dataset="mnist10", quick=False, seed=0, max_iter=None, num_inducin
     """The cells (models x seeds x Ms) through dask; returns a dict (rows, claims, timing, settings).
     ``settings`` overrides entries of :data:`FULL` / :data:`QUICK` (e.g. ``{"pool": 2, "shared": False}``)."""
     t0 = time.perf_counter()
-    cfg = dict(QUICK if quick else FULL)
-    unknown = sorted(set(settings or {}) - set(cfg))
-    if unknown:
-        raise ValueError(f"settings has unknown entries {unknown}; known: {sorted(cfg)}")
-    cfg.update(settings or {})
+    cfg = merged_settings(FULL, QUICK, quick, settings)
     cfg["steps"] = int(max_iter or cfg["steps"])
     seeds, Ms = list(seeds or [seed]), list(Ms or [int(num_inducing or cfg["M"])])
     bad = [m for m in models if m not in MODELS]
