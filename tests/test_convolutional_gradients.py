@@ -11,6 +11,8 @@ import pytest
 import reference
 import reference_convolutional as ref
 from gpexplorer import covariances, datasets
+from gpexplorer.kernels import convolutional as conv_module
+from gpexplorer.kernels import convolutional_sums as sums
 from gpexplorer.inducing import Components, InducingPatches, InducingPoints
 from gpexplorer.kernels import Convolutional, Matern32, SquaredExponential, Sum
 from gpexplorer.variational.savigp import SparseVariationalGP
@@ -107,6 +109,43 @@ def test_merged_blank_patches_give_the_reference_values_and_gradients(colour, C,
     W1 = np.zeros((len(f), len(f)))
     W2, v = rng.normal(size=(len(f), X.shape[0])), rng.normal(size=X.shape[0])
     _assert_gradients_match_finite_differences(k, f, X, W1, W2, v)
+
+
+@pytest.mark.parametrize("colour,C,base,weighted", [(colour, C, "se", w) for colour, C in CASES if colour != "additive"
+                                                     for w in (True, False)] + [("none", 1, "se-ard", True)])
+def test_the_kuf_gradient_from_the_kept_parts_equals_the_one_that_forms_phi_again(colour, C, base, weighted,
+                                                                                     monkeypatch):
+    """The SE route's Kuf pass keeps sum_k w' phi x' and x'^2 per (n, m); the gradient from them (and,
+    weighted, phi again for the weights only) equals the gradient that re-forms phi, also after one
+    inducing patch moved (its rows spliced into the kept parts)."""
+    k = _kernel(colour, C, BASES[base](), False)
+    if not weighted:
+        k = Convolutional(BASES[base](), image_shape=(4, 5), patch_shape=(2, 3), channels=C, colour=colour,
+                          unique_patches=False)
+    X = np.vstack([_blank_images(C), _images(C, binary=False, N=4)])
+    rng = np.random.default_rng(7)
+    f = InducingPatches(rng.normal(size=(4, k.layout.patch_dim)), channels=k.layout.n_groups)
+    W1 = np.zeros((len(f), len(f)))
+    for step in ("fresh", "moved"):
+        if step == "moved":
+            f = f.moved(1, rng.normal(size=k.layout.patch_dim))
+        W2 = rng.normal(size=(len(f), X.shape[0]))
+        covariances.Kuf(f, k, X)
+        kept = k._cache[("cross", conv_module._fingerprint(X), k._state())]
+        assert kept[2] is not None
+        calls = []
+        real = sums._cross_phi
+        monkeypatch.setattr(sums, "_cross_phi", lambda *a: calls.append(1) or real(*a))
+        got = covariances.gradients(f, k, X, W1, W2)
+        monkeypatch.setattr(sums, "_cross_phi", real)
+        assert bool(calls) == weighted  # unweighted: phi is not formed again
+        plain = k.copy()
+        plain._cache.clear()
+        want = covariances.gradients(f, plain, X, W1, W2)
+        for a, b in zip(got, want):
+            for name in b:
+                np.testing.assert_allclose(a[name], b[name], rtol=1e-10, atol=1e-12, err_msg=f"{name} ({step})")
+    _assert_gradients_match_finite_differences(k, f, X, W1, W2, np.zeros(X.shape[0]))
 
 
 def test_the_unique_patch_path_equals_the_dense_one_on_rectangles():

@@ -202,8 +202,8 @@ def test_gradient_contraction_matches_finite_differences(kernel_name, feature_na
 
 @pytest.mark.parametrize("kernel_name,feature_name", PAIRS)
 def test_a_kuu_only_contraction_runs_on_no_rows(kernel_name, feature_name):
-    """The minibatch KL gradient (variational.fitting.kl_gradients) contracts dL/dKuu on X[:0]:
-    every pair must give what a zero dL/dKuf on all rows gives."""
+    """A contraction of dL/dKuu alone on no data rows (an empty batch) gives what a zero dL/dKuf
+    on all rows gives, for every pair (empty X once made NaN means and failed reshapes)."""
     X, _, locations = problem()
     kernel, feature = KERNEL_CASES[kernel_name](), make_feature(feature_name, locations)
     M = len(feature)

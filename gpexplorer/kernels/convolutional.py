@@ -293,12 +293,24 @@ class Convolutional(Kernel):
         g, dZ = self.patch_kernel.grad_params_and_X(dK, Z, None, K=None if G > 1 else Kuu)
         return self._gradients(g, np.zeros(self.layout.n_patches)), dZ
 
+    def _cross(self, route, Z, X):
+        """(Kuf, the SE route's parts for its gradient or None)."""
+        if route == "se":
+            return sums.se_cross(self, Z, X)
+        return getattr(sums, f"{route}_cross")(self, Z, X), None
+
+    def _keep_cross(self, key, Z, out, parts):
+        """Remember Kuf for (X, parameters); only the newest entry keeps the SE parts (up to 48 MB)."""
+        if parts is not None:
+            for k in [k for k, v in self._cache.items() if k[0] == "cross" and k != key and v[2] is not None]:
+                self._cache[k] = self._cache[k][:2] + (None,)
+        self._remember(key, (Z.copy(), out, parts))
+
     def cross_covariance(self, Z, X):
         """Kuf [G*M, N] (eq. 5.15, 5.47, 5.62): only the rows of inducing patches that moved since
         the last call with the same X and parameters are recomputed."""
         X = self._images(X)
         route = self._route(X)
-        compute = getattr(sums, f"{route}_cross")
         key = ("cross", _fingerprint(X), self._state())
         last = self._cache.get(key)
         if last is not None and last[0].shape == Z.shape:
@@ -306,20 +318,32 @@ class Convolutional(Kernel):
             if moved.size == 0:
                 return last[1].copy()
             if moved.size < Z.shape[0] // 2:
-                out = last[1].copy()
-                fresh = compute(self, Z[moved], X)
+                out, parts = last[1].copy(), last[2]
+                fresh, fresh_parts = self._cross(route, Z[moved], X)
                 M, k = Z.shape[0], moved.size
                 for g in range(self.layout.n_groups):
                     out[g * M + moved] = fresh[g * k:(g + 1) * k]
-                self._remember(key, (Z.copy(), out))
+                if parts is not None and fresh_parts is not None:
+                    parts = {n: v.copy() for n, v in parts.items()}
+                    for n, v in parts.items():
+                        v[..., moved] = fresh_parts[n]
+                else:
+                    parts = None
+                self._keep_cross(key, Z, out, parts)
                 return out.copy()
-        out = compute(self, Z, X)
-        self._remember(key, (Z.copy(), out))
+        out, parts = self._cross(route, Z, X)
+        self._keep_cross(key, Z, out, parts)
         return out.copy()
 
     def cross_gradients(self, Z, X, W):
         X = self._images(X)
         if not np.any(W):
             return self._zero_gradients(), np.zeros_like(Z)
-        g, dw, dZ = getattr(sums, f"{self._route(X)}_cross_gradients")(self, Z, X, np.asarray(W, dtype=float))
+        route, W = self._route(X), np.asarray(W, dtype=float)
+        if route == "se":
+            last = self._cache.get(("cross", _fingerprint(X), self._state()))
+            kept = (last[1], last[2]) if last is not None and np.array_equal(last[0], Z) else None
+            g, dw, dZ = sums.se_cross_gradients(self, Z, X, W, kept)
+        else:
+            g, dw, dZ = getattr(sums, f"{route}_cross_gradients")(self, Z, X, W)
         return self._gradients(g, dw), dZ

@@ -36,9 +36,28 @@ def _scaled(pk, values, E):
     return np.ascontiguousarray(values / ls), ls
 
 
-def _blocks(N, per_image):
-    step = max(1, BLOCK_VALUES // max(1, per_image))
-    return [slice(i, min(N, i + step)) for i in range(0, N, step)]
+def _nonblank(layout, X):
+    """[N, P] whether each patch of each image holds a non-zero pixel."""
+    return (X != 0.0)[:, layout.index].any(axis=2)
+
+
+def _ordered_blocks(counts, cost):
+    """Index arrays of images in ascending order of their merged slot count K_n (``counts``), in runs
+    with n * cost(K_max) <= BLOCK_VALUES: blocks of like images pad little when merged."""
+    order = np.argsort(counts, kind="stable")
+    sizes = counts[order]
+    blocks, start = [], 0
+    for i in range(1, len(order) + 1):
+        if i == len(order) or (i - start + 1) * cost(int(sizes[i])) > BLOCK_VALUES:
+            blocks.append(order[start:i])
+            start = i
+    return blocks
+
+
+def _slot_counts(layout, nonblank, sl):
+    """K_n of :func:`_compacted` for the patches ``sl`` (non-blank ones + the merged slot, at most Pg)."""
+    sub = nonblank[:, sl]
+    return np.minimum(sub.sum(axis=1) + 1, sub.shape[1])
 
 
 def _members(layout, g):
@@ -93,6 +112,14 @@ def _to_patches(G, slot):
     return np.take_along_axis(G, slot, axis=1).sum(axis=0)
 
 
+def _cross_blocks(conv, X, M):
+    """Blocks of images for the cross sums: by their largest slot count over groups, n K M per block."""
+    layout = conv.layout
+    nonblank = _nonblank(layout, X)
+    counts = np.max([_slot_counts(layout, nonblank, _members(layout, g)) for g in range(layout.n_groups)], axis=0)
+    return _ordered_blocks(counts, lambda K: K * M)
+
+
 def _cross_phi(conv, Za, X, rows):
     """Per group: (group slice, merged scaled patches x' [n, K, E], their weights w' [n, K], slot
     [n, Pg], phi [n, K, M] = exp(-|x'_k - z_m|^2 / 2)) for the images X[rows]."""
@@ -105,37 +132,97 @@ def _cross_phi(conv, Za, X, rows):
         yield g, sl, x, w, slot, _se((_augmented(x, True).reshape(n * K, E + 2) @ Za.T).reshape(n, K, -1))
 
 
-def se_cross(conv, Z, X):
+#: largest number of values (2 G N M E) the Kuf pass keeps for its gradient (:func:`se_cross`)
+PARTS_VALUES = 6_000_000
+
+
+def se_cross(conv, Z, X, keep_parts=True):
+    """(Kuf [G*M, N], parts or None). Kuf_gm,n = variance a_gnm with a_gnm = sum_k w'_nk phi_nkm; with
+    ``keep_parts`` (and G N M (2E + 1) <= PARTS_VALUES) the same batched GEMM of [w', w' x', w' x'^2]^T
+    with phi also gives parts = {"y1" [G, N, E, M]: sum_k w'_nk x'_nke phi_nkm, "y2": the same of x'^2,
+    [G, N, E, M] for ARD lengthscales, of |x'|^2, [G, N, 1, M], for one lengthscale}: all that the
+    gradient with respect to Z, the lengthscales and the variance needs for any dL/dKuf
+    (:func:`se_cross_gradients`), so a step forms the exponentials once."""
     layout, pk = conv.layout, conv.patch_kernel
-    M = Z.shape[0]
-    Za = _augmented(_scaled(pk, Z, layout.patch_dim)[0], False)
-    out = np.empty((layout.n_groups * M, X.shape[0]))
-    for rows in _blocks(X.shape[0], layout.n_patches * M):
-        for g, _, _, w, _, phi in _cross_phi(conv, Za, X, rows):
-            out[g * M:(g + 1) * M, rows] = pk.variance * np.matmul(w[:, None, :], phi)[:, 0].T
-    return out
+    M, N, E, G = Z.shape[0], X.shape[0], layout.patch_dim, layout.n_groups
+    Za = _augmented(_scaled(pk, Z, E)[0], False)
+    out = np.empty((G * M, N))
+    E2 = E if np.ndim(pk.lengthscale) else 1
+    keep = keep_parts and G * N * M * (E + E2) <= PARTS_VALUES
+    parts = {"y1": np.empty((G, N, E, M)), "y2": np.empty((G, N, E2, M))} if keep else None
+    for rows in _cross_blocks(conv, X, M):
+        for g, _, x, w, _, phi in _cross_phi(conv, Za, X, rows):
+            if not keep:
+                out[g * M:(g + 1) * M, rows] = pk.variance * np.matmul(w[:, None, :], phi)[:, 0].T
+                continue
+            wx = w[:, :, None] * x
+            wx2 = wx * x if E2 == E else np.einsum("nke,nke->nk", wx, x)[:, :, None]
+            stacked = np.matmul(np.concatenate([w[:, :, None], wx, wx2], axis=2).transpose(0, 2, 1), phi)
+            out[g * M:(g + 1) * M, rows] = pk.variance * stacked[:, 0].T
+            parts["y1"][g, rows] = stacked[:, 1:E + 1]
+            parts["y2"][g, rows] = stacked[:, E + 1:]
+    return out, parts
 
 
-def se_cross_gradients(conv, Z, X, W):
+def _weight_gradients(conv, Za, X, W):
+    """dL/dw_p = variance sum_n sum_m phi_n,slot(n,p),m W_mn (the one sum that needs phi itself)."""
+    layout, pk = conv.layout, conv.patch_kernel
+    M = Za.shape[0]
+    dw = np.zeros(layout.n_patches)
+    for rows in _cross_blocks(conv, X, M):
+        for g, sl, _, _, slot, phi in _cross_phi(conv, Za, X, rows):
+            s_nk = np.matmul(phi, W[g * M:(g + 1) * M, rows].T[:, :, None])[:, :, 0]
+            dw[sl] += pk.variance * _to_patches(s_nk, slot)
+    return dw
+
+
+def _from_parts(conv, Z, Kuf, parts, W):
+    """(dvariance, gsum [M], GtX [M, E], x2 [E] or [1]) of :func:`se_cross_gradients` from Kuf and
+    the parts (x2 summed over e for one lengthscale)."""
+    pk, M = conv.patch_kernel, Z.shape[0]
+    var = pk.variance
+    dvar, gsum = 0.0, np.zeros(M)
+    GtX, x2 = np.zeros((M, Z.shape[1])), np.zeros(parts["y2"].shape[2])
+    for g in range(conv.layout.n_groups):
+        Wg, Kg = W[g * M:(g + 1) * M], Kuf[g * M:(g + 1) * M]
+        WK = np.einsum("mn,mn->m", Wg, Kg)
+        dvar += float(WK.sum()) / var
+        gsum += -0.5 * WK
+        GtX += -0.5 * var * np.einsum("mn,nem->me", Wg, parts["y1"][g])
+        x2 += -0.5 * var * np.einsum("mn,nem->e", Wg, parts["y2"][g])
+    return dvar, gsum, GtX, x2
+
+
+def se_cross_gradients(conv, Z, X, W, kept=None):
     """With G_nkm = W_mn w'_nk dk/dr2 = -W_mn w'_nk k_nkm / 2 (never formed): dZs = -2 sum G (x - z),
-    dl_e = -2 sum G (x_e - z_e)^2 / l_e; every sum a GEMM or GEMV over the block."""
+    dl_e = -2 sum G (x_e - z_e)^2 / l_e; every sum a GEMM or GEMV over the block. ``kept``: (Kuf, parts)
+    of :func:`se_cross` for these Z, X and parameters, from which all but the weights' gradient come
+    without forming phi again."""
     layout, pk = conv.layout, conv.patch_kernel
     E, M, var = layout.patch_dim, Z.shape[0], pk.variance
     Zs, ls = _scaled(pk, Z, E)
     Za = _augmented(Zs, False)
-    dw, dvar = np.zeros(layout.n_patches), 0.0
-    GtX, gsum, x2 = np.zeros((M, E)), np.zeros(M), np.zeros(E)
-    for rows in _blocks(X.shape[0], layout.n_patches * M):
-        for g, sl, x, w, slot, KW in _cross_phi(conv, Za, X, rows):
-            KW *= W[g * M:(g + 1) * M, rows].T[:, None, :]  # phi_nkm W_mn, in place
-            s_nk = KW.sum(axis=2)
-            dw[sl] += var * _to_patches(s_nk, slot)
-            dvar += float(np.sum(w * s_nk))
-            gsum += -0.5 * var * np.matmul(w[:, None, :], KW)[:, 0].sum(axis=0)
-            x2 += -0.5 * var * np.einsum("nk,nke->e", w * s_nk, x * x)
-            n, K = s_nk.shape
-            GtX += -0.5 * var * (KW.reshape(n * K, M).T @ (x * w[:, :, None]).reshape(n * K, E))
-    T = x2 - 2.0 * np.einsum("me,me->e", Zs, GtX) + gsum @ (Zs * Zs)
+    if kept is not None and kept[1] is not None:
+        dvar, gsum, GtX, x2 = _from_parts(conv, Z, kept[0], kept[1], W)
+        dw = _weight_gradients(conv, Za, X, W) if conv.weighted else np.zeros(layout.n_patches)
+    else:
+        dw, dvar = np.zeros(layout.n_patches), 0.0
+        GtX, gsum, x2 = np.zeros((M, E)), np.zeros(M), np.zeros(E)
+        for rows in _cross_blocks(conv, X, M):
+            for g, sl, x, w, slot, KW in _cross_phi(conv, Za, X, rows):
+                KW *= W[g * M:(g + 1) * M, rows].T[:, None, :]  # phi_nkm W_mn, in place
+                s_nk = KW.sum(axis=2)
+                dw[sl] += var * _to_patches(s_nk, slot)
+                dvar += float(np.sum(w * s_nk))
+                gsum += -0.5 * var * np.matmul(w[:, None, :], KW)[:, 0].sum(axis=0)
+                x2 += -0.5 * var * np.einsum("nk,nke->e", w * s_nk, x * x)
+                n, K = s_nk.shape
+                GtX += -0.5 * var * (KW.reshape(n * K, M).T @ (x * w[:, :, None]).reshape(n * K, E))
+    T = gsum @ (Zs * Zs) - 2.0 * np.einsum("me,me->e", Zs, GtX)
+    if x2.shape == T.shape:
+        T += x2
+    else:  # one lengthscale: x2 holds the sum over e, and only T's sum is used
+        T[0] += x2[0]
     dZs = -2.0 * (GtX - gsum[:, None] * Zs)
     return {"variance": float(dvar), "lengthscale": _lengthscale_gradient(pk, -2.0 * T / ls)}, dw, dZs / ls
 
@@ -144,12 +231,13 @@ def _pair_blocks(conv, X):
     """Per block of images and group: (rows, group slice, merged scaled patches x' [n, K, E], their
     weights w' [n, K], slot [n, Pg], lengthscales, phi [n, K, K] = exp(-|x'_k - x'_l|^2 / 2)): one
     batched GEMM of the augmented patches and numpy's exp over all pairs, which beats a compiled
-    loop over the pairs of one triangle (the compiled scalar exp costs about five times numpy's)."""
+    loop over the pairs of one triangle (the compiled scalar exp costs about five times numpy's).
+    Images are blocked in order of their number of non-blank patches, so a block pads little."""
     layout, pk = conv.layout, conv.patch_kernel
+    nonblank = _nonblank(layout, X)
     for g in range(layout.n_groups):
         sl = _members(layout, g)
-        Pg = len(range(layout.n_patches)[sl])
-        for rows in _blocks(X.shape[0], Pg * Pg):
+        for rows in _ordered_blocks(_slot_counts(layout, nonblank, sl), lambda K: K * K):
             x, ls = _scaled(pk, layout.patches(X[rows])[:, sl], layout.patch_dim)
             x, w, slot = _compacted(x, conv.effective_weights[sl])
             phi = _se(np.matmul(_augmented(x, True), _augmented(x, False).transpose(0, 2, 1)))

@@ -78,8 +78,12 @@ def marginal_moments(X, kernels, features, posterior, jitter=1e-6, *, reference=
 
 
 def elbo(X, Y, kernels, features, likelihood, posterior, *, estimator="quadrature", eps=None, num_samples=2000,
-         seed=0, n_points=None, control_variate=False, jitter=1e-6, eval_gradient=False, workspace=None):
+         seed=0, n_points=None, control_variate=False, jitter=1e-6, eval_gradient=False, workspace=None,
+         ell_weight=1.0):
     """The ELBO (eq. 8) and, with ``eval_gradient``, its gradients; returns :class:`ElboResult`.
+
+    ``ell_weight`` s: value and gradients of s sum_k pi_k sum_n ell_kn + L_ent + L_cross, the
+    minibatch ELBO with s = N / B (``terms["ell"]`` stays the unweighted sum over the rows given).
 
     ``kernels``, ``features``: one per latent (Q = ``posterior.Q`` = ``likelihood.n_latent``);
     ``posterior``: a :mod:`.posterior` family; ``estimator``: "quadrature", "reparam" or
@@ -91,7 +95,8 @@ def elbo(X, Y, kernels, features, likelihood, posterior, *, estimator="quadratur
     """
     return _elbo(X, Y, kernels, features, likelihood, posterior, estimator=estimator, eps=eps,
                  num_samples=num_samples, seed=seed, n_points=n_points, control_variate=control_variate,
-                 jitter=jitter, eval_gradient=eval_gradient, reference=False, workspace=workspace)
+                 jitter=jitter, eval_gradient=eval_gradient, reference=False, workspace=workspace,
+                 ell_weight=ell_weight)
 
 
 def elbo_reference(X, Y, kernels, features, likelihood, posterior, *, estimator="quadrature", eps=None,
@@ -103,7 +108,7 @@ def elbo_reference(X, Y, kernels, features, likelihood, posterior, *, estimator=
 
 
 def _elbo(X, Y, kernels, features, likelihood, posterior, *, estimator, eps, num_samples, seed, n_points,
-          control_variate, jitter, eval_gradient, reference, workspace=None):
+          control_variate, jitter, eval_gradient, reference, workspace=None, ell_weight=1.0):
     X = as_inputs(X)
     Y = likelihood.validate(Y)
     if X.shape[0] != Y.shape[0]:
@@ -115,7 +120,7 @@ def _elbo(X, Y, kernels, features, likelihood, posterior, *, estimator, eps, num
     if not reference and fused_fg.applies(kernels, features, posterior, estimator):
         value, terms, grads, est, lat = fused_fg.fg_points_stationary(
             X, Y, kernels[0], features[0], likelihood, posterior, n_points=n_points, jitter=jitter,
-            eval_gradient=eval_gradient, min_variance=MIN_VARIANCE, workspace=workspace)
+            eval_gradient=eval_gradient, min_variance=MIN_VARIANCE, workspace=workspace, ell_weight=ell_weight)
         return ElboResult(value=value, terms=terms, entropy_kind="exact", grads=grads or {}, estimate=est,
                           latents=[lat], jitter_used=[lat.jitter_used])
     lats, b, var = marginal_moments(X, kernels, features, posterior, jitter, reference=reference)
@@ -126,14 +131,15 @@ def _elbo(X, Y, kernels, features, likelihood, posterior, *, estimator, eps, num
     ell = float(pi @ est.value.sum(axis=1))
     ent, d_ent = posterior.entropy()
     inverses = None if reference else [lat.Kinv for lat in lats]
-    cross, d_cross, dKuu_cross = posterior.cross_term([lat.L for lat in lats], inverses)
-    result = ElboResult(value=ell + ent + cross, terms={"ell": ell, "entropy": ent, "cross": cross},
+    kinv_factors = None if reference or any(lat.KinvL is None for lat in lats) else [lat.KinvL for lat in lats]
+    cross, raw_cross, dKuu_cross = posterior.cross_term([lat.L for lat in lats], inverses, kinv_factors, raw=True)
+    result = ElboResult(value=ell_weight * ell + ent + cross, terms={"ell": ell, "entropy": ent, "cross": cross},
                         entropy_kind=posterior.entropy_kind, estimate=est, latents=lats,
                         jitter_used=[lat.jitter_used for lat in lats])
     if not eval_gradient:
         return result
-    gb = pi[:, None, None] * est.dmean
-    gv = pi[:, None, None] * np.where(var > MIN_VARIANCE, est.dvar, 0.0)
+    gb = ell_weight * pi[:, None, None] * est.dmean
+    gv = ell_weight * pi[:, None, None] * np.where(var > MIN_VARIANCE, est.dvar, 0.0)
     means = posterior.means
     dm, dS, g_kernels, g_features = [], [], [], []
     # latents sharing one kernel and feature (SparseVariationalGP(shared=True)): their dL/dKuu, dL/dKuf
@@ -155,8 +161,10 @@ def _elbo(X, Y, kernels, features, likelihood, posterior, *, estimator, eps, num
     if shared:
         gk, gf = marginals.parameter_gradients(kernels[0], features[0], X, lats[0], *total)
         g_kernels, g_features = [gk], [gf]
-    g_post = posterior.chain(est.value.sum(axis=1), dm, dS) + d_ent + d_cross
-    g_lik = {n: np.tensordot(pi, g.sum(axis=1), axes=(0, 0)) for n, g in est.dparams.items()}
+    dpi_cross, dm_cross, dS_cross = raw_cross  # the chain is linear: one pass for ell and the cross term
+    g_post = posterior.chain(ell_weight * est.value.sum(axis=1) + dpi_cross, [a + b for a, b in zip(dm, dm_cross)],
+                             [a + b for a, b in zip(dS, dS_cross)]) + d_ent
+    g_lik = {n: ell_weight * np.tensordot(pi, g.sum(axis=1), axes=(0, 0)) for n, g in est.dparams.items()}
     g_lik = {n: float(g) if np.ndim(g) == 0 else g for n, g in g_lik.items()}
     result.grads = {"posterior": g_post, "kernels": g_kernels, "features": g_features, "likelihood": g_lik}
     return result

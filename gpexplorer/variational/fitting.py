@@ -59,7 +59,7 @@ import warnings
 
 import numpy as np
 
-from gpexplorer import _threads, covariances
+from gpexplorer import _threads
 from gpexplorer.linalg import CholeskyError
 from gpexplorer.optimize import (ADAM_BETAS, FAILED_OBJECTIVE, FitResult, Packer, TraceEntry, adam, block_cyclic,
                                   best_of_starts, lbfgsb, perturb_log, summaries)
@@ -134,44 +134,15 @@ def terms_of(model, r):
 
 
 def batch_elbo(model, rows, eps):
-    """(value, {name: gradient}) of the minibatch ELBO: N/B sum_{n in rows} ell_n + L_ent + L_cross.
-
-    elbo() on the rows gives the gradient of ell_B + KL-terms; the gradient of the entropy and
-    cross terms alone (:func:`kl_gradients`) is removed (s - 1) times, s = N / B."""
+    """(value, {name: gradient}) of the minibatch ELBO: N/B sum_{n in rows} ell_n + L_ent + L_cross,
+    by one ELBO evaluation on the rows with ell weighted by N/B (the KL terms are formed once)."""
     X, Y = model.X[rows], model.Y[rows]
+    s = model.X.shape[0] / X.shape[0]
     r = elbo_function(X, Y, model.kernels, model.features, model.likelihood, model.posterior,
                       estimator=model.estimator, eps=eps, n_points=model.n_points,
                       control_variate=model.control_variate, jitter=model.jitter, eval_gradient=True,
-                      workspace=model.workspace)
-    s = model.X.shape[0] / X.shape[0]
-    g = model.gradients_by_name(r)
-    value = s * r.terms["ell"] + r.terms["entropy"] + r.terms["cross"]
-    if s == 1.0:
-        return value, g
-    g_kl = kl_gradients(model, X, r)
-    out = {}
-    for n, v in g.items():
-        out[n] = s * np.asarray(v, dtype=float) - (s - 1.0) * g_kl[n] if n in g_kl else s * np.asarray(v, dtype=float)
-    return value, out
-
-
-def kl_gradients(model, X, r):
-    """{name: gradient} of L_ent + L_cross (eq. 19-20) alone, from the latents of ``r``: through Kuu
-    only, so contracted on no data rows (shared latents add their dL/dKuu first)."""
-    post = model.posterior
-    _, d_ent = post.entropy()
-    _, d_cross, dKuu = post.cross_term([lat.L for lat in r.latents])
-    none = X[:0]
-    pairs = list(zip(model.kernels, model.features, r.latents, dKuu))
-    if getattr(model, "shared", False):
-        pairs = [(model.kernels[0], model.features[0], r.latents[0], sum(dKuu))]
-    gks, gfs = [], []
-    for k, f, lat, dK in pairs:
-        gk, gf = covariances.gradients(f, k, none, dK, np.zeros((len(f), 0)), Kuu=lat.Kuu, Kuf=lat.Kuf[:, :0])
-        gks.append(gk)
-        gfs.append(gf)
-    named = model.latent_gradients_by_name(gks, gfs)
-    return {"posterior": d_ent + d_cross, **{n: np.asarray(v, dtype=float) for n, v in named.items()}}
+                      workspace=model.workspace, ell_weight=s)
+    return r.value, model.gradients_by_name(r)
 
 
 class Evaluator:
@@ -446,5 +417,5 @@ def _restart(model, packer, rng):
         model.reset_posterior(int(rng.integers(2 ** 31)))
 
 
-__all__ = ["BLOCKS", "METHODS", "resolve_method", "batch_elbo", "block_indices", "exact_round_gain", "fit", "kl_gradients",
+__all__ = ["BLOCKS", "METHODS", "resolve_method", "batch_elbo", "block_indices", "exact_round_gain", "fit",
            "objective_kind", "terms_of"]

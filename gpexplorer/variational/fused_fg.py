@@ -47,18 +47,20 @@ def applies(kernels, features, posterior, estimator):
 
 
 def fg_points_stationary(X, Y, kernel, feature, likelihood, posterior, *, n_points, jitter, eval_gradient,
-                         min_variance, workspace=None):
+                         min_variance, workspace=None, ell_weight=1.0):
     """(value, terms, grads or None, Estimate, LatentMarginals) as :func:`elbo` assembles them;
-    X and Y already validated. Nothing returned refers to ``workspace``'s arrays."""
+    X and Y already validated. Nothing returned refers to ``workspace``'s arrays. ``ell_weight``: as
+    :func:`gpexplorer.variational.elbo.elbo`."""
     arrays = borrow(workspace)
     try:
         return _evaluate(X, Y, kernel, feature, likelihood, posterior, n_points=n_points, jitter=jitter,
-                         eval_gradient=eval_gradient, min_variance=min_variance, arrays=arrays)
+                         eval_gradient=eval_gradient, min_variance=min_variance, arrays=arrays, ell_weight=ell_weight)
     finally:
         give_back(workspace, arrays)
 
 
-def _evaluate(X, Y, kernel, feature, likelihood, posterior, *, n_points, jitter, eval_gradient, min_variance, arrays):
+def _evaluate(X, Y, kernel, feature, likelihood, posterior, *, n_points, jitter, eval_gradient, min_variance, arrays,
+              ell_weight=1.0):
     (N, D), Z = X.shape, feature.Z
     M = Z.shape[0]
     kernel.check_input_dim(D)
@@ -98,9 +100,9 @@ def _evaluate(X, Y, kernel, feature, likelihood, posterior, *, n_points, jitter,
     cross = -0.5 * (M * LOG_2PI + 2.0 * float(np.sum(np.log(np.diag(L)))) + quad_trace)
     terms = {"ell": ell, "entropy": entropy, "cross": cross}
     if not eval_gradient:
-        return ell + entropy + cross, terms, None, est, lat
-    gb = est.dmean[0, :, 0]
-    gv = np.where(var > min_variance, est.dvar[0, :, 0], 0.0)
+        return ell_weight * ell + entropy + cross, terms, None, est, lat
+    gb = ell_weight * est.dmean[0, :, 0]
+    gv = ell_weight * np.where(var > min_variance, est.dvar[0, :, 0], 0.0)
     dm = At @ gb
     AG = array(arrays, "AG", (M, N))
     loops.scale_columns(At, CK, gv, AG)  # AG = A^T diag(gv); CK <- -2 CK diag(gv), dL/dKuf less its rank one
@@ -126,10 +128,10 @@ def _evaluate(X, Y, kernel, feature, likelihood, posterior, *, n_points, jitter,
     g_kernel = kernel.pack_gradients(g_uu.variance + g_uf.variance + float(np.sum(gv)),
                                      g_uu.lengthscale + g_uf.lengthscale, g_uu.extra + g_uf.extra)
     g_feature = {"Z": g_uu.dX1 + g_uu.dX2 + g_uf.dX1}
-    g_lik = {n: g[0].sum(axis=0) for n, g in est.dparams.items()}
+    g_lik = {n: ell_weight * g[0].sum(axis=0) for n, g in est.dparams.items()}
     g_lik = {n: float(g) if np.ndim(g) == 0 else g for n, g in g_lik.items()}
     grads = {"posterior": g_post, "kernels": [g_kernel], "features": [g_feature], "likelihood": g_lik}
-    return ell + entropy + cross, terms, grads, est, lat
+    return ell_weight * ell + entropy + cross, terms, grads, est, lat
 
 
 _E1 = np.empty(0)

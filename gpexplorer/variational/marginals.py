@@ -56,6 +56,7 @@ class LatentMarginals:
     factor: np.ndarray = None  # [M, M] L_S of a full Gaussian (S = L_S L_S^T, K = 1), else None
     CK: np.ndarray = None  # [M, N] (Kuu^-1 - Kuu^-1 S Kuu^-1) Kuf with ``factor``
     svar: np.ndarray = None  # [K, M] the diagonals s_k of a diagonal family, else None
+    KinvL: np.ndarray = None  # [M, M] Kuu^-1 L_S with ``factor`` (also the cross term's)
 
 
 def _get_AS(lat):
@@ -117,11 +118,11 @@ def forward_blocks(Kuu, Kuf, kdiag, means, S_times, jitter=1e-6, *, factor=None,
     At = Kinv @ Kuf
     mean = means @ At  # (K, N)
     var = kdiag - np.einsum("mn,mn->n", At, Kuf)
-    CK = AS = None
+    CK = AS = KinvL = None
     if factor is not None:
         factor = np.asarray(factor, dtype=float)
         KinvL = Kinv @ factor
-        CK = (Kinv - KinvL @ KinvL.T) @ Kuf
+        CK = At - KinvL @ (KinvL.T @ Kuf)  # rank-N products, not the M x M C
         var = (kdiag - np.einsum("mn,mn->n", Kuf, CK))[None]
     elif svar is not None:
         svar = np.asarray(svar, dtype=float)
@@ -130,7 +131,7 @@ def forward_blocks(Kuu, Kuf, kdiag, means, S_times, jitter=1e-6, *, factor=None,
         AS = S_times(At.T)
         var = var[None] + np.einsum("knm,mn->kn", AS, At)
     lat = LatentMarginals(Kuu=Kuu, Kuf=Kuf, kdiag=kdiag, L=L, At=At, AS=AS, mean=mean, var=var,
-                          jitter_used=jitter_used, Kinv=Kinv, factor=factor, CK=CK, svar=svar)
+                          jitter_used=jitter_used, Kinv=Kinv, factor=factor, CK=CK, svar=svar, KinvL=KinvL)
     return lat
 
 
@@ -175,10 +176,10 @@ def backward(lat: LatentMarginals, means, diagonal, dmean, dvar):
     AGA = AG @ At.T  # A^T diag(G) A
     alpha = Kinv @ means.T  # (M, K)
     if lat.CK is not None and dvar.shape[0] == 1:  # the full Gaussian: module docstring
-        KS = (Kinv @ lat.factor) @ lat.factor.T  # Kuu^-1 S
+        KinvL = Kinv @ lat.factor if lat.KinvL is None else lat.KinvL
+        KSd = (KinvL @ (lat.factor.T @ AG)) @ At.T  # Kuu^-1 S A^T diag(G) A by rank-N products
         dKuf = np.multiply(lat.CK, -2.0 * G)
         dKuf += np.multiply(alpha, dmean, out=AG)
-        KSd = KS @ AGA
         am = alpha @ dm
         dKuu = AGA - (KSd + KSd.T) - 0.5 * (am + am.T)
         dS = np.diag(AGA)[None] if diagonal else AGA[None]

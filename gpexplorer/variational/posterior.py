@@ -124,11 +124,13 @@ class VariationalPosterior:
         return np.array([np.sum(Kinv * self.covariance(k, j)) for k in range(self.K)])
 
     # terms -------------------------------------------------------------------------------------
-    def cross_term(self, kuu_choleskys, kuu_inverses=None):
+    def cross_term(self, kuu_choleskys, kuu_inverses=None, kinv_factors=None, raw=False):
         """E_q[log p(u)] (eq. 20) with p(u_j) = N(0, Kuu_j), Kuu_j = L_j L_j^T.
 
         Returns (value, d/dfree, [d/dKuu_j]); -1/2 sum_k pi_k sum_j [M_j log 2pi + log|Kuu_j|
-        + m_kj^T Kuu_j^-1 m_kj + tr(Kuu_j^-1 S_kj)]. ``kuu_inverses``: the Kuu_j^-1 if known."""
+        + m_kj^T Kuu_j^-1 m_kj + tr(Kuu_j^-1 S_kj)]. ``kuu_inverses``: the Kuu_j^-1 if known;
+        ``kinv_factors``: a full Gaussian's Kuu_j^-1 L_S,j if known. ``raw``: d/dfree as the
+        (d/dpi, [d/dm_kj], [d/dS_kj]) that :meth:`chain` takes (linear, so a caller adds its own first)."""
         if len(kuu_choleskys) != self.Q:
             raise ValueError(f"cross_term needs {self.Q} Cholesky factors (one per latent); got {len(kuu_choleskys)}")
         pi = self.pi
@@ -141,18 +143,21 @@ class VariationalPosterior:
             logdet = 2.0 * np.sum(np.log(np.diag(L)))
             alpha = mj @ Kinv  # (K, M): rows Kuu^-1 m_kj
             quad = np.einsum("km,km->k", alpha, mj)
-            tr = self.trace_with(j, Kinv)
+            tr, sandwiched = self.trace_and_sandwich(j, Kinv, None if kinv_factors is None else kinv_factors[j])
             per_k += -0.5 * (self.sizes[j] * LOG_2PI + logdet + quad + tr)
             dm.append(-pi[:, None] * alpha)
             if self.diagonal:
                 dS.append(-0.5 * pi[:, None] * np.diag(Kinv)[None, :])
             else:
                 dS.append(-0.5 * pi[:, None, None] * Kinv[None])
-            G = sum(pi[k] * (np.outer(alpha[k], alpha[k]) + Kinv @ self.covariance(k, j) @ Kinv)
-                    for k in range(self.K))
+            G = sum(pi[k] * (np.outer(alpha[k], alpha[k]) + sandwiched[k]) for k in range(self.K))
             dKuu.append(-0.5 * (Kinv - G))
         value = float(pi @ per_k)
-        return value, self.chain(per_k, dm, dS), dKuu
+        return value, ((per_k, dm, dS) if raw else self.chain(per_k, dm, dS)), dKuu
+
+    def trace_and_sandwich(self, j, Kinv, kinv_factor=None):
+        """(tr(Kuu^-1 S_kj) (K,), [Kuu^-1 S_kj Kuu^-1 per k]) for the cross term and its gradient."""
+        return self.trace_with(j, Kinv), [Kinv @ self.covariance(k, j) @ Kinv for k in range(self.K)]
 
     def entropy(self):
         """(value, d/dfree) of the entropy term: exact for K = 1, eq. 19 for K > 1."""
@@ -229,6 +234,13 @@ class FullGaussian(VariationalPosterior):
     def trace_with(self, j, Kinv):
         L = self._factor(j)
         return np.array([np.sum(L * (Kinv @ L))])
+
+    def trace_and_sandwich(self, j, Kinv, kinv_factor=None):
+        """With B = Kuu^-1 L_j (``kinv_factor`` if given): tr(Kuu^-1 S_j) = sum(L_j * B) and
+        Kuu^-1 S_j Kuu^-1 = B B^T (one product with Kuu^-1 instead of three)."""
+        L = self._factor(j)
+        B = Kinv @ L if kinv_factor is None else kinv_factor
+        return np.array([np.sum(L * B)]), [B @ B.T]
 
     def entropy(self):
         """sum_j [M_j/2 log(2 pi e) + sum_i log L_j,ii]: exact."""
