@@ -91,6 +91,9 @@ def supports(model):
         return ("natural gradients need a full-Gaussian q(u) (posterior='fg'): a diagonal Gaussian's steps move each "
                 "mean as if the others stayed, and fail to reach q's optimum where the inducing values are "
                 "correlated (module docstring); fit MoG1 with method='lbfgs' or 'block-lbfgs'")
+    if getattr(post, "mean_field", False):
+        return ("natural gradients here step a full-Gaussian q(u) (posterior='fg'); a step of the mean-field q would "
+                "have to be taken per component and is not built (fit it with method='lbfgs' or 'adam')")
     if model.estimator == "score":
         return ("natural gradients need the gradient of the objective they are judged by; the score estimator's "
                 "gradient is an unbiased estimate of a different value (use estimator='quadrature' or 'reparam')")

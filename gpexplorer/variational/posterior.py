@@ -179,27 +179,43 @@ class VariationalPosterior:
 
 
 class FullGaussian(VariationalPosterior):
-    """FG: K = 1, per latent m_j and S_j = L_j L_j^T (diag of L_j through exp)."""
+    """FG: K = 1, per latent m_j and S_j = L_j L_j^T (diag of L_j through exp). Written over the
+    lower-triangular diagonal blocks ("triangles") of L_j, of which FG has one per latent and
+    :class:`gpexplorer.variational.mean_field.MeanFieldGaussian` one per component."""
 
     K = 1
     diagonal = False
 
+    def block_sizes(self, j):
+        """The sizes of the diagonal blocks of L_j that are free (FG: one, the whole of it)."""
+        return (self.sizes[j],)
+
     @property
     def num_free(self):
-        return sum(m + m * (m + 1) // 2 for m in self.sizes)
+        return sum(m + sum(b * (b + 1) // 2 for b in self.block_sizes(j)) for j, m in enumerate(self.sizes))
 
     def _blocks(self):
         i = 0
-        for m in self.sizes:
-            t = m * (m + 1) // 2
+        for j, m in enumerate(self.sizes):
+            t = sum(b * (b + 1) // 2 for b in self.block_sizes(j))
             yield slice(i, i + m), slice(i + m, i + m + t)
             i += m + t
 
+    def triangles(self, j):
+        """[(offset in u_j, size b, slice of ``free``)] per free diagonal block of L_j: its lower
+        triangle row by row, the diagonal as log L_ii."""
+        out, o, i = [], 0, list(self._blocks())[j][1].start
+        for b in self.block_sizes(j):
+            t = b * (b + 1) // 2
+            out.append((o, b, slice(i, i + t)))
+            o, i = o + b, i + t
+        return out
+
     def slices(self, k, j):
         """(mean slice, factor slice) of latent j (k = 0: one component); the factor slice holds
-        the lower triangle of L_j row by row, its diagonal as log L_j,ii."""
+        the triangles of :meth:`triangles`."""
         if k != 0:
-            raise ValueError(f"FG has one component; got k = {k}")
+            raise ValueError(f"{type(self).__name__} has one component; got k = {k}")
         return list(self._blocks())[j]
 
     @property
@@ -218,7 +234,13 @@ class FullGaussian(VariationalPosterior):
         hit = cache.get(j)
         if hit is not None and np.array_equal(hit[0], block):
             return hit[1]
-        L = unpack_factor(block, m)
+        tri = self.triangles(j)
+        if len(tri) == 1:
+            L = unpack_factor(block, m)
+        else:
+            L = np.zeros((m, m))
+            for o, b, sl in tri:
+                L[o:o + b, o:o + b] = unpack_factor(self.free[sl], b)
         L.flags.writeable = False
         cache[j] = (block.copy(), L)
         return L
@@ -246,48 +268,63 @@ class FullGaussian(VariationalPosterior):
         """sum_j [M_j/2 log(2 pi e) + sum_i log L_j,ii]: exact."""
         g = np.zeros(self.num_free)
         value = 0.0
-        for j, (_, sl) in enumerate(self._blocks()):
-            m = self.sizes[j]
-            diag_pos = sl.start + diag_positions(m)
-            value += 0.5 * m * (LOG_2PI + 1.0) + np.sum(self.free[diag_pos])
-            g[diag_pos] = 1.0
+        for j, m in enumerate(self.sizes):
+            value += 0.5 * m * (LOG_2PI + 1.0)
+            for _, b, sl in self.triangles(j):
+                diag_pos = sl.start + diag_positions(b)
+                value += np.sum(self.free[diag_pos])
+                g[diag_pos] = 1.0
         return float(value), g
 
     def chain(self, dpi, dm, dS):
+        """dL_j = (G + G^T) L_j on each free triangle (L_j is zero off its blocks), by the log-diagonal."""
         g = np.zeros(self.num_free)
-        for j, (sm, sl) in enumerate(self._blocks()):
+        for j, (sm, _) in enumerate(self._blocks()):
             g[sm] = np.asarray(dm[j]).reshape(-1)
             L = self._factor(j)
             G = np.asarray(dS[j])
             G = np.diag(G[0]) if G.ndim == 2 else G[0]
-            dL = (G + G.T) @ L
-            g[sl] = dL.reshape(-1)[tril_flat_positions(self.sizes[j])]
-            g[sl.start + diag_positions(self.sizes[j])] *= np.diag(L)  # log-diagonal
+            for o, b, sl in self.triangles(j):
+                blk = slice(o, o + b)
+                dL = (G[blk, blk] + G[blk, blk].T) @ L[blk, blk]
+                g[sl] = dL.reshape(-1)[tril_flat_positions(b)]
+                g[sl.start + diag_positions(b)] *= np.diag(L)[blk]  # log-diagonal
         return g
 
     def _set_identity(self):
         self.free[:] = 0.0
 
+    def _pack(self, j, L):
+        """Write the triangles of the lower-triangular L (its diagonal blocks) into ``free``."""
+        for o, b, sl in self.triangles(j):
+            self.free[sl] = pack_factor(L[o:o + b, o:o + b])
+
     def initialise_from_prior(self, kuu_choleskys, mean_scale=0.0, seed=0):
+        """m_j = 0 (or scaled draws), L_j = chol Kuu_j (its diagonal blocks: exact when Kuu_j is
+        block-diagonal over them, as the prior of independent components is)."""
         rng = np.random.default_rng(seed)
-        for j, (sm, sl) in enumerate(self._blocks()):
+        for j, (sm, _) in enumerate(self._blocks()):
             L = np.asarray(kuu_choleskys[j], dtype=float)
             self.free[sm] = mean_scale * np.sqrt(np.sum(L ** 2, axis=1)) * rng.standard_normal(self.sizes[j])
-            self.free[sl] = pack_factor(L)
+            self._pack(j, L)
         return self
 
     def set_moments(self, means, factors):
         """Set m_j (per j, (M_j,)) and S_j = L_j L_j^T from lower-triangular factors with a
         positive diagonal (or from covariances: a symmetric S_j is factorised)."""
-        for j, (sm, sl) in enumerate(self._blocks()):
+        for j, (sm, _) in enumerate(self._blocks()):
             self.free[sm] = np.asarray(means[j], dtype=float).reshape(-1)
             L = np.array(factors[j], dtype=float)
             if not np.allclose(L, np.tril(L)):
                 L = np.linalg.cholesky(0.5 * (L + L.T))
             if np.any(np.diag(L) <= 0):
                 raise ValueError(f"the factor of latent {j} needs a positive diagonal")
-            self.free[sl] = pack_factor(L)
+            self._check_structure(j, L)
+            self._pack(j, L)
         return self
+
+    def _check_structure(self, j, L):
+        """FG takes any lower-triangular factor."""
 
 
 class MixtureOfDiagonalGaussians(VariationalPosterior):
@@ -418,19 +455,26 @@ class MixtureOfDiagonalGaussians(VariationalPosterior):
         return self
 
 
-def make_posterior(kind, num_inducing, num_latent=None):
-    """"fg", "mog1", "mog2" or ("mog", K)."""
+def make_posterior(kind, num_inducing, num_latent=None, blocks=None):
+    """"fg", "mean_field" (with ``blocks``: per latent the sizes of its independent components), "mog1",
+    "mog2" or ("mog", K)."""
     if isinstance(kind, VariationalPosterior):
         if kind.sizes != _sizes(num_inducing, num_latent):
             raise ValueError(f"the posterior has sizes {kind.sizes}; the model needs {_sizes(num_inducing, num_latent)}")
         return kind
     if kind == "fg":
         return FullGaussian(num_inducing, num_latent)
+    if kind == "mean_field":
+        from gpexplorer.variational.mean_field import MeanFieldGaussian  # a subclass of FullGaussian: imports it
+
+        if blocks is None:
+            raise ValueError("posterior='mean_field' needs the sizes of each latent's components (blocks)")
+        return MeanFieldGaussian(num_inducing, num_latent, blocks=blocks)
     if kind in ("mog1", "mog2"):
         return MixtureOfDiagonalGaussians(num_inducing, num_latent, K=int(kind[-1]))
     if isinstance(kind, tuple) and len(kind) == 2 and kind[0] == "mog":
         return MixtureOfDiagonalGaussians(num_inducing, num_latent, K=kind[1])
-    raise ValueError(f"posterior must be 'fg', 'mog1', 'mog2' or ('mog', K); got {kind!r}")
+    raise ValueError(f"posterior must be 'fg', 'mean_field', 'mog1', 'mog2' or ('mog', K); got {kind!r}")
 
 
 __all__ = ["FullGaussian", "MixtureOfDiagonalGaussians", "VariationalPosterior", "log_softmax", "make_posterior"]

@@ -33,6 +33,7 @@ from gpexplorer.parameters import Parameter, sum_gradients
 from gpexplorer.variational import convergence, estimators, fitting, marginals, prediction
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.elbo import mixture_moments
+from gpexplorer.variational.mean_field import component_blocks
 from gpexplorer.variational.posterior import make_posterior
 from gpexplorer import validation
 from gpexplorer.workspace import Workspace
@@ -81,7 +82,9 @@ class SparseVariationalGP:
         self.control_variate = bool(control_variate)
         self.seed = seed
         self.eps = None if estimator == "quadrature" else estimators.draw_eps(num_samples, N, Q, seed)
-        self.posterior = make_posterior(posterior, [len(f) for f in self.features], Q)
+        blocks = [component_blocks(f, k) for f, k in zip(self.features, self.kernels)] \
+            if isinstance(posterior, str) and posterior == "mean_field" else None
+        self.posterior = make_posterior(posterior, [len(f) for f in self.features], Q, blocks=blocks)
         self.reset_posterior(seed)
         self.fit_result = None
         self.workspace = Workspace()  # work arrays of the fused FG path, reused between evaluations

@@ -36,36 +36,40 @@ class WhitenedCoordinates:
             raise ValueError("one (M_j, M_j) Cholesky factor of Kuu per latent is needed")
         if posterior.diagonal or posterior.K != 1:
             raise ValueError("whitened coordinates are for the full Gaussian (FG) posterior")
-        self.full = True
 
     def _parts(self):
         for j, L in enumerate(self.L):
             for k in range(self.posterior.K):
                 yield j, L, self.posterior.slices(k, j)
 
+    def _triangles(self, j, L):
+        """(Lk block, slice of the free vector) per free triangle of L_j: the whole of Lk for FG, its
+        diagonal blocks for a mean-field q (Kuu is block-diagonal over independent components)."""
+        return [(L[o:o + b, o:o + b], sc) for o, b, sc in self.posterior.triangles(j)]
+
     def to_z(self, free):
         z = np.array(free, dtype=float)
-        for j, L, (sm, sc) in self._parts():
+        for j, L, (sm, _) in self._parts():
             z[sm] = sla.solve_triangular(L, free[sm], lower=True, check_finite=False)
-            if self.full:
-                LS = unpack_factor(free[sc], L.shape[0])
-                z[sc] = pack_factor(sla.solve_triangular(L, LS, lower=True, check_finite=False))
+            for Lb, sc in self._triangles(j, L):
+                LS = unpack_factor(free[sc], Lb.shape[0])
+                z[sc] = pack_factor(sla.solve_triangular(Lb, LS, lower=True, check_finite=False))
         return z
 
     def to_free(self, z):
         free = np.array(z, dtype=float)
-        for j, L, (sm, sc) in self._parts():
+        for j, L, (sm, _) in self._parts():
             free[sm] = L @ z[sm]
-            if self.full:
-                free[sc] = pack_factor(L @ unpack_factor(z[sc], L.shape[0]))
+            for Lb, sc in self._triangles(j, L):
+                free[sc] = pack_factor(Lb @ unpack_factor(z[sc], Lb.shape[0]))
         return free
 
     def gradient(self, z, g_free):
         """d/dz from d/dfree (the free vector at ``to_free(z)``)."""
         g = np.array(g_free, dtype=float)
-        for j, L, (sm, sc) in self._parts():
-            g[sm] = L.T @ g_free[sm]
-            if self.full:
+        for j, L0, (sm, _) in self._parts():
+            g[sm] = L0.T @ g_free[sm]
+            for L, sc in self._triangles(j, L0):
                 m = L.shape[0]
                 Lt = unpack_factor(z[sc], m)
                 LS = L @ Lt
