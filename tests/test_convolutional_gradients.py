@@ -281,6 +281,21 @@ def test_a_convolutional_model_learns_rectangles_where_the_ELBO_says_so():
     assert m.error_rate(ds.X_test[:500], ds.y_test[:500, None]) < 0.10
 
 
+def test_minibatch_natural_gradients_fit_a_convolutional_model_further_than_adam_alone():
+    """The joint problem from the default start (weighted kernel, random Z, q = p(u)), the same seeded
+    minibatches: Adam with q(u) by natural-gradient steps of 0.1 ends higher than Adam on everything.
+    (On all 1,200 rectangles, 500 steps of 100: ELBO -51.7 against -74.6, both 0 % test error.)"""
+    ds = datasets.load("rectangles")
+    X, y = ds.X[:300], ds.y[:300, None].astype(float)
+    out = {}
+    for method in ("adam", "adam-natgrad"):
+        k = Convolutional(SquaredExponential(1.0, 1.0), (28, 28), (3, 3), scaling="mean", weighted=True)
+        m = SparseVariationalGP(X, y, k, InducingPatches.from_images(X, k, 16, "random", seed=0), "bernoulli_probit")
+        m.fit(max_iter=150, method=method, batch_size=50, learning_rate=0.01, seed=0, trace_every=50)
+        out[method] = m.elbo()
+    assert out["adam-natgrad"] > out["adam"] + 5.0, out
+
+
 def test_latents_sharing_one_kernel_and_feature_sum_their_gradients():
     """SparseVariationalGP(shared=True) (convgp's 10-class set-up: one kernel for every latent):
     the ELBO equals the per-latent model's with identical copies, and each shared gradient is

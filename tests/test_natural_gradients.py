@@ -212,3 +212,55 @@ def test_a_gaussian_likelihood_with_monte_carlo_estimates_is_not_taken_as_conjug
     natural = model().fit(max_iter=300, method="natgrad")
     joint = model().fit(max_iter=300, method="lbfgs")
     assert -natural.objective >= -joint.objective - 1e-3
+
+
+def test_minibatch_natural_gradients_average_to_the_full_data_ones():
+    """q_gradients on a minibatch scales the expected log likelihood by N / B: over a partition of the
+    rows into batches the mean of the (g, G) equals the full-data (g, G), so the step is unbiased."""
+    model, X, y, Z = _gaussian_model()
+    full = ng.q_gradients(model)[0]
+    batches = np.arange(40).reshape(4, 10)
+    parts = [ng.q_gradients(model, rows)[0] for rows in batches]
+    np.testing.assert_allclose(np.mean([p.g for p in parts], axis=0), full.g, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.mean([p.G for p in parts], axis=0), full.G, rtol=1e-10, atol=1e-12)
+    assert not np.allclose(parts[0].g, full.g)
+
+
+def test_adam_natgrad_with_the_whole_batch_and_a_unit_step_lands_on_the_collapsed_bound():
+    model, X, y, Z = _gaussian_model()
+    kuu = ref.se(Z, Z, 1.3, 0.7) + model.jitter * np.eye(Z.shape[0])
+    kuf = ref.se(Z, X, 1.3, 0.7)
+    collapsed = -ref.ref_vfe(ref.se(X, X, 1.3, 0.7), kuf, kuu, y, 0.09)["neg_lml"]
+    result = model.fit(max_iter=1, method="adam-natgrad", batch_size=40, natgrad_step=1.0,
+                       fixed=("kernel", "inducing", "likelihood"))
+    assert result.details["natgrad_step"] == 1.0 and "natural-gradient steps of 1" in result.message
+    assert model.elbo() == pytest.approx(collapsed, abs=1e-6)
+
+
+def test_adam_natgrad_on_minibatches_fits_q_and_the_hyperparameters_jointly():
+    """From the default start, 150 steps of 10 of 40 rows: the joint problem; q by natural steps of 0.1
+    ends within a nat of the collapsed bound at the hyperparameters it reached."""
+    model, X, y, Z = _gaussian_model()
+    start = model.elbo()
+    model.fit(max_iter=150, method="adam-natgrad", batch_size=10, natgrad_step=0.1, learning_rate=0.02, seed=0)
+    end = model.elbo()
+    assert end > start + 5.0
+    k = model.kernels[0]
+    Zf = model.features[0].Z
+    noise = float(model.parameters["likelihood.variance"])
+    kuu = ref.se(Zf, Zf, k.variance, k.lengthscale) + model.jitter * np.eye(len(Zf))
+    collapsed = -ref.ref_vfe(ref.se(X, X, k.variance, k.lengthscale), ref.se(Zf, X, k.variance, k.lengthscale),
+                             kuu, y, noise)["neg_lml"]
+    assert collapsed - 1.0 < end <= collapsed + 1e-6
+
+
+def test_adam_natgrad_refusals():
+    model, *_ = _gaussian_model()
+    with pytest.raises(ValueError, match="natgrad_step"):
+        model.fit(max_iter=1, method="adam-natgrad", batch_size=10, natgrad_step=0.0)
+    with pytest.raises(ValueError, match="cannot be fixed"):
+        model.fit(max_iter=1, method="adam-natgrad", batch_size=10, fixed=("posterior",))
+    X, y, Z = _toy_regression()
+    mog = SparseVariationalGP(X, y, SquaredExponential(), Z, "gaussian", posterior="mog1")
+    with pytest.raises(ValueError, match="full-Gaussian"):
+        mog.fit(max_iter=1, method="adam-natgrad", batch_size=10)

@@ -20,9 +20,11 @@ ADAM_EPSILON = 1e-8
 
 
 def adam(gradient, x0, lo, hi, *, steps, learning_rate, betas=ADAM_BETAS, epsilon=ADAM_EPSILON, on_step=None,
-         cancel=None, max_failures=10):
+         cancel=None, max_failures=10, after_step=None):
     """``steps`` Adam steps of size ``learning_rate`` from x0 (module docstring); returns a
-    :class:`Run` at the last point (n_iter: the steps taken, failed ones included)."""
+    :class:`Run` at the last point (n_iter: the steps taken, failed ones included).
+    ``after_step(t, x) -> x``: replaces entries another rule moves (a natural-gradient step on q(u),
+    whose gradient entries are given as zero so that Adam leaves them)."""
     b1, b2 = betas
     x = np.array(x0, dtype=float)
     m, v = np.zeros_like(x), np.zeros_like(x)
@@ -45,6 +47,8 @@ def adam(gradient, x0, lo, hi, *, steps, learning_rate, betas=ADAM_BETAS, epsilo
         v = b2 * v + (1 - b2) * g * g
         step = learning_rate * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + epsilon)
         x = np.clip(x - step, lo, hi)
+        if after_step is not None:
+            x = after_step(t, x)
         if on_step is not None and on_step(t, x):
             return Run(x, False, STOPPED_MESSAGE, t, stopped=True)
     return Run(x, True, f"{int(steps)} Adam steps", int(steps))

@@ -119,7 +119,7 @@ def needs_exact_check(model, method, run, stopped, tau):
     L-BFGS fit that was not stopped and came to a standstill (block-cyclic: its last round
     gained at most ``tau``; joint: scipy stopped on its own), where quadrature exists.
     ``run``: the fit's chosen run ({"details", ...})."""
-    if method == "adam" or stopped or model.estimator != "score" or not exact_check_possible(model):
+    if method in ("adam", "adam-natgrad") or stopped or model.estimator != "score" or not exact_check_possible(model):
         return False
     history = run["details"].get("round_history")
     return method == "lbfgs" or bool(history) and at_rest(history, tau)

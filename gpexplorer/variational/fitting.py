@@ -40,7 +40,10 @@ free vector as is, log of positive parameters, within ``parameter_specs`` boxes)
   unbiased estimate of eq. 8 and its gradient), draws fresh eps for the Monte Carlo estimators
   and takes an Adam step (Kingma & Ba 2015; beta = 0.9, 0.999). Every ``trace_every`` steps (and
   after the last) the trace records the *full-data* ELBO (the model's own estimator, fixed eps:
-  deterministic, one O(N M^2) pass), which decides the point the model is left at.
+  deterministic, one O(N M^2) pass), which decides the point the model is left at;
+* ``"adam-natgrad"``: the same minibatch Adam over everything but q(u), and at each step a
+  natural-gradient step of size ``natgrad_step`` on q(u) from the same minibatch
+  (:func:`.natural_gradients.minibatch_step`; GPflow's recipe for large N). A full-Gaussian q only.
 
 The score estimator under L-BFGS: its gradient (eq. 13) is an unbiased estimate, not the
 derivative of the Monte Carlo value, so a line search on that value compares inconsistent
@@ -68,7 +71,8 @@ from gpexplorer.variational.elbo import MIN_VARIANCE
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.whitening import whitened_block
 
-METHODS = ("lbfgs", "block-lbfgs", "adam", "natgrad")
+METHODS = ("lbfgs", "block-lbfgs", "adam", "natgrad", "adam-natgrad")
+MINIBATCH_METHODS = ("adam", "adam-natgrad")
 BLOCKS = ("posterior", "hyperparameters", "likelihood")
 FAILURES = (CholeskyError, FloatingPointError, np.linalg.LinAlgError, ValueError)
 
@@ -83,7 +87,8 @@ def _count(name, value, minimum):
     return int(value)
 
 
-def check_arguments(model, max_iter, method, batch_size, learning_rate, evals_per_block, trace_every, restarts):
+def check_arguments(model, max_iter, method, batch_size, learning_rate, evals_per_block, trace_every, restarts,
+                    natgrad_step=0.1, fixed=()):
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     _count("max_iter", max_iter, 1)
@@ -92,13 +97,23 @@ def check_arguments(model, max_iter, method, batch_size, learning_rate, evals_pe
     _count("trace_every", trace_every, 1)
     N = model.X.shape[0]
     if batch_size is not None:
-        if method != "adam":
-            raise ValueError(f"batch_size is for method 'adam' (L-BFGS needs the full-data objective); got {method!r}")
+        if method not in MINIBATCH_METHODS:
+            raise ValueError(f"batch_size is for the methods {MINIBATCH_METHODS} (L-BFGS needs the full-data "
+                             f"objective); got {method!r}")
         _count("batch_size", batch_size, 1)
         if batch_size > N:
             raise ValueError(f"batch_size must be at most N = {N}; got {batch_size}")
     if not (np.isfinite(learning_rate) and learning_rate > 0):
         raise ValueError(f"learning_rate must be a positive number; got {learning_rate!r}")
+    if method == "adam-natgrad":
+        if isinstance(natgrad_step, bool) or not isinstance(natgrad_step, (int, float, np.floating)) \
+                or not 0.0 < float(natgrad_step) <= 1.0:
+            raise ValueError(f"natgrad_step must be a number in (0, 1]; got {natgrad_step!r}")
+        reason = natural_gradients.supports(model)
+        if reason is not None:
+            raise ValueError(reason)
+        if "posterior" in fixed:
+            raise ValueError("method 'adam-natgrad' moves q(u) by natural gradients; it cannot be fixed")
 
 
 def resolve_method(model, method, fixed, batch_size=None):
@@ -268,13 +283,22 @@ def _run_lbfgs(model, ev, rec, x0, max_iter, method, *, evals_per_block, tol, de
     return run.x, run.n_iter, run.message
 
 
-def _run_adam(model, ev, rec, x0, max_iter, *, batch_size, learning_rate, trace_every, rng):
+def _q_positions(packer):
+    offsets = np.cumsum([0] + [packer.sizes[n] for n in packer.names])
+    at = packer.names.index("posterior")
+    return np.arange(offsets[at], offsets[at + 1])
+
+
+def _run_adam(model, ev, rec, x0, max_iter, *, batch_size, learning_rate, trace_every, rng, natgrad_step=None):
+    """Minibatch Adam; with ``natgrad_step``, q(u) moves by natural-gradient steps instead (module docstring)."""
     N, Q = model.X.shape[0], model.Q
     B = N if batch_size is None else int(batch_size)
     lo, hi = ev.packer.box()
     F0, _, terms0 = ev.at(x0, gradient=False)
     rec.record(x0, F0, terms0, notify=False)
     on_iterate = _iterate_hook(ev, rec, gradient=False)
+    q = _q_positions(ev.packer) if natgrad_step is not None else None
+    stepped = {}  # q's free vector after this step's natural-gradient step
 
     def gradient(x, t):
         rows = np.sort(rng.choice(N, B, replace=False)) if B < N else np.arange(N)
@@ -282,27 +306,39 @@ def _run_adam(model, ev, rec, x0, max_iter, *, batch_size, learning_rate, trace_
         try:
             values = ev.assign(x)
             _, grads = batch_elbo(model, rows, eps)
-            return -ev.packer.chain(values, grads)
+            g = -ev.packer.chain(values, grads)
         except FAILURES:
             return None
+        if q is not None:
+            g[q] = 0.0  # Adam leaves q; the natural step moves it
+            stepped["q"] = natural_gradients.minibatch_step(model, rows, eps, natgrad_step)
+        return g
+
+    def after_step(t, x):
+        if q is not None and stepped.get("q") is not None:
+            x = x.copy()
+            x[q] = stepped.pop("q")
+        return x
 
     def on_step(t, x):  # the full-data ELBO every trace_every steps and after the last
         if t % trace_every == 0 or t == max_iter:
             return on_iterate(x, None)
         return False
 
-    run = adam(gradient, x0, lo, hi, steps=max_iter, learning_rate=learning_rate, betas=ADAM_BETAS, on_step=on_step)
+    run = adam(gradient, x0, lo, hi, steps=max_iter, learning_rate=learning_rate, betas=ADAM_BETAS, on_step=on_step,
+               after_step=after_step)
     if run.stopped:
         raise Stop
     x = run.x
     if not run.success:
         return x, run.n_iter, "stopped: 10 minibatch evaluations in a row failed"
-    return x, int(max_iter), f"{int(max_iter)} Adam steps (batch size {B})"
+    natural = "" if natgrad_step is None else f", q(u) by natural-gradient steps of {natgrad_step:g}"
+    return x, int(max_iter), f"{int(max_iter)} Adam steps (batch size {B}){natural}"
 
 
 def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=None, *, method="auto",
         batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None, whiten=True,
-        stop_when_converged=False, convergence_tol=convergence.CONVERGENCE_TOL):
+        stop_when_converged=False, convergence_tol=convergence.CONVERGENCE_TOL, natgrad_step=0.1):
     """Maximise the ELBO of ``model`` (module docstring); ``fixed`` is a set of parameter names.
     ``restarts`` extra runs start from the log-parameters moved by N(0, 0.5^2) and q(u) reset to
     the prior there; ``seed`` drives them and Adam's minibatches and eps. Returns a FitResult
@@ -310,9 +346,10 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
     (:mod:`.convergence`: ``convergence_tol`` nats per data point and round); with
     ``stop_when_converged`` block-cyclic L-BFGS stops after the first round that gains at most that."""
     method = resolve_method(model, method, fixed, batch_size)
-    check_arguments(model, max_iter, method, batch_size, learning_rate, evals_per_block, trace_every, restarts)
+    check_arguments(model, max_iter, method, batch_size, learning_rate, evals_per_block, trace_every, restarts,
+                    natgrad_step, fixed)
     kind = objective_kind(model)
-    if model.estimator == "score" and model.Q > 3 and method != "adam":
+    if model.estimator == "score" and model.Q > 3 and method not in MINIBATCH_METHODS:
         warnings.warn("L-BFGS with the score estimator and Q > 3: the line search uses the fixed-eps Monte Carlo "
                       "ELBO, whose derivative the score gradient is not", RuntimeWarning, stacklevel=3)
     tau = convergence.tolerance(model.X.shape[0], convergence_tol)
@@ -333,7 +370,7 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
         return _one_run(model, packer, fixed_values, callback, method=method, max_iter=max_iter,
                         batch_size=batch_size, learning_rate=learning_rate, evals_per_block=evals_per_block,
                         trace_every=trace_every, tol=tol, rng=rng, whiten=whiten,
-                        stopping=(stop_when_converged, tau))
+                        stopping=(stop_when_converged, tau), natgrad_step=natgrad_step)
 
     with _threads.single_threaded():  # small BLAS calls: threads cost milliseconds each on a shared machine
         chosen, runs = best_of_starts(search, starts())
@@ -350,9 +387,11 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
     details["convergence"] = convergence.assess(method, chosen["details"], chosen["trace"], max_iter,
                                                 tau, exact_gradient=model.estimator != "score", stopped=stopped,
                                                 exact_round=probe)
-    if method == "adam":
+    if method in MINIBATCH_METHODS:
         details.update(batch_size=batch_size or model.X.shape[0], trace_every=trace_every,
                        trace_objective="full-data ELBO")
+    if method == "adam-natgrad":
+        details["natgrad_step"] = float(natgrad_step)
     return FitResult(success=chosen["success"], message=chosen["message"], objective=chosen["objective"],
                      n_iter=chosen["n_iter"], n_eval=chosen["n_eval"], trace=chosen["trace"],
                      restarts=summaries(runs),
@@ -360,7 +399,7 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
 
 
 def _one_run(model, packer, fixed_values, callback, *, method, max_iter, batch_size, learning_rate, evals_per_block,
-             trace_every, tol, rng, whiten=True, stopping=(False, 0.0)):
+             trace_every, tol, rng, whiten=True, stopping=(False, 0.0), natgrad_step=0.1):
     """One optimisation from where the model is; returns its summary, best entry and trace."""
     x0 = packer.pack(model.parameters)
     ev = Evaluator(model, packer)
@@ -369,9 +408,10 @@ def _one_run(model, packer, fixed_values, callback, *, method, max_iter, batch_s
     try:
         if method == "natgrad":
             _, nit, message = natural_gradients.run(model, ev, rec, x0, max_iter, tol, details)
-        elif method == "adam":
+        elif method in MINIBATCH_METHODS:
             _, nit, message = _run_adam(model, ev, rec, x0, max_iter, batch_size=batch_size,
-                                        learning_rate=learning_rate, trace_every=trace_every, rng=rng)
+                                        learning_rate=learning_rate, trace_every=trace_every, rng=rng,
+                                        natgrad_step=natgrad_step if method == "adam-natgrad" else None)
         else:
             _, nit, message = _run_lbfgs(model, ev, rec, x0, max_iter, method, evals_per_block=evals_per_block,
                                          tol=tol, details=details, whiten=whiten, stop_when_converged=stopping[0],
@@ -380,7 +420,7 @@ def _one_run(model, packer, fixed_values, callback, *, method, max_iter, batch_s
     except Stop:
         nit, message, success, stopped = len(rec.trace) - 1, "stopped by the callback", False, True
     best = min(rec.trace, key=lambda e: e.objective)
-    if method != "adam" and ev.best[0] < best.objective:  # a line-search point beat every iterate
+    if method not in MINIBATCH_METHODS and ev.best[0] < best.objective:  # a line-search point beat every iterate
         rec.record(ev.best[1], ev.best[0], ev.best[2], notify=False)
         best = rec.trace[-1]
     return {"objective": best.objective, "n_iter": int(nit), "message": message, "success": success,
@@ -417,5 +457,5 @@ def _restart(model, packer, rng):
         model.reset_posterior(int(rng.integers(2 ** 31)))
 
 
-__all__ = ["BLOCKS", "METHODS", "resolve_method", "batch_elbo", "block_indices", "exact_round_gain", "fit",
+__all__ = ["BLOCKS", "METHODS", "MINIBATCH_METHODS", "resolve_method", "batch_elbo", "block_indices", "exact_round_gain", "fit",
            "objective_kind", "terms_of"]

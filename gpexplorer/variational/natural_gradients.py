@@ -100,14 +100,20 @@ def supports(model):
     return None
 
 
-def q_gradients(model):
-    """Per latent, the :class:`QGradient` at the model's current q(u) and parameters."""
+def q_gradients(model, rows=None, eps=None):
+    """Per latent, the :class:`QGradient` at the model's current q(u) and parameters; with ``rows``
+    (and their ``eps`` for a Monte Carlo estimator) from that minibatch, the expected log
+    likelihood scaled by N / len(rows) (its unbiased estimate)."""
     post = model.posterior
-    lats, b, var = marginal_moments(model.X, model.kernels, model.features, post, model.jitter)
-    est = estimators.estimate(model.likelihood, b, np.maximum(var, MIN_VARIANCE), model.Y, model.estimator,
-                              eps=model.eps, n_points=model.n_points, control_variate=model.control_variate)
-    gb = est.dmean
-    gv = np.where(var > MIN_VARIANCE, est.dvar, 0.0)
+    X, Y, scale = model.X, model.Y, 1.0
+    if rows is not None:
+        X, Y, scale = model.X[rows], model.Y[rows], model.X.shape[0] / len(rows)
+    lats, b, var = marginal_moments(X, model.kernels, model.features, post, model.jitter)
+    est = estimators.estimate(model.likelihood, b, np.maximum(var, MIN_VARIANCE), Y, model.estimator,
+                              eps=model.eps if rows is None else eps, n_points=model.n_points,
+                              control_variate=model.control_variate)
+    gb = scale * est.dmean
+    gv = scale * np.where(var > MIN_VARIANCE, est.dvar, 0.0)
     out = []
     for j, lat in enumerate(lats):
         dm, dS, *_ = marginals.backward(lat, post.means[j], False, gb[:, :, j], gv[:, :, j])
@@ -132,6 +138,21 @@ def natural_step(grad: QGradient, gamma):
     mu = sla.cho_solve((R, True), theta1, check_finite=False)
     chol_sigma = np.linalg.cholesky(inv_from_cholesky(R))  # then L_S = Lk chol(Sigma)
     return grad.Lk @ mu, grad.Lk @ chol_sigma
+
+
+def minibatch_step(model, rows, eps, gamma):
+    """The posterior's free vector after one natural-gradient step of size ``gamma`` on the minibatch
+    ``rows`` (the stochastic natural gradient of Hensman et al. 2013 and Salimbeni et al. 2018,
+    which GPflow alternates with Adam); None where the step fails (a precision that is not
+    positive definite), and q then stays."""
+    try:
+        grads = q_gradients(model, rows, eps)
+        post = model.posterior.copy()
+        moves = [natural_step(g, gamma) for g in grads]
+        post.set_moments([mv[0] for mv in moves], [mv[1] for mv in moves])
+    except FAILURES:
+        return None
+    return post.free.copy() if np.all(np.isfinite(post.free)) else None
 
 
 class QUpdater:

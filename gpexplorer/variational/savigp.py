@@ -311,7 +311,7 @@ class SparseVariationalGP:
 
     def fit(self, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, *, method="auto",
             batch_size=None, learning_rate=0.01, evals_per_block=25, trace_every=10, tol=None, whiten=True,
-            stop_when_converged=False, convergence_tol=convergence.CONVERGENCE_TOL):
+            stop_when_converged=False, convergence_tol=convergence.CONVERGENCE_TOL, natgrad_step=0.1):
         """Maximise the ELBO; returns a :class:`gpexplorer.optimize.FitResult` (also ``fit_result``).
 
         ``method``: "auto" (the default: "natgrad" where it applies, a full-Gaussian q(u) that is
@@ -323,7 +323,8 @@ class SparseVariationalGP:
         "block-lbfgs" (the paper's scheme: ``max_iter`` rounds of L-BFGS-B over the blocks q,
         hyperparameters, likelihood, ``evals_per_block`` evaluations each) or "adam" (``max_iter``
         minibatch steps of ``batch_size`` rows, ``learning_rate``, a trace entry every
-        ``trace_every`` steps). ``fixed``: names or the groups "posterior", "kernel", "inducing",
+        ``trace_every`` steps) or "adam-natgrad" (the same Adam over everything but a full-Gaussian
+        q(u), which takes a natural-gradient step of ``natgrad_step`` on each minibatch). ``fixed``: names or the groups "posterior", "kernel", "inducing",
         "likelihood". ``whiten``: L-BFGS moves an FG q(u) in whitened coordinates (same objective).
         ``callback(entry)`` returning True stops the fit. ``result.details["convergence"]``: converged,
         ended on the budget or stalled (:mod:`gpexplorer.variational.convergence`; ``convergence_tol``
@@ -340,7 +341,8 @@ class SparseVariationalGP:
                                       seed=seed, callback=callback, method=method, batch_size=batch_size,
                                       learning_rate=learning_rate, evals_per_block=evals_per_block,
                                       trace_every=trace_every, tol=tol, whiten=whiten,
-                                      stop_when_converged=stop_when_converged, convergence_tol=convergence_tol)
+                                      stop_when_converged=stop_when_converged, convergence_tol=convergence_tol,
+                                      natgrad_step=natgrad_step)
         return self.fit_result
 
     # prediction --------------------------------------------------------------------------------
