@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate
+from scipy import integrate, special
 
 from gpexplorer.likelihoods import (LIKELIHOODS, BernoulliLogit, BernoulliProbit, Gaussian, PointwiseLikelihood,
                                     Poisson, RobustMax, Softmax, WarpedGaussian, expected_log_density, gauss_hermite,
@@ -150,6 +150,20 @@ def test_bernoulli_and_poisson_stay_finite_in_the_tails():
         assert lp[0] < -39 and lp[2] > -1e-15 and g[0] > 0.9 and abs(g[2]) < 1e-15
     np.testing.assert_allclose(BernoulliProbit().dlog_density_df([[-40.0]], [[1]])[0, 0], 40.0, rtol=1e-3)
     assert np.isfinite(Poisson().log_density([[-50.0]], [[0]]))
+
+
+def test_the_probit_slope_is_the_inverse_mills_ratio_without_overflow_at_absurd_f():
+    """An L-BFGS probe can put f at 1e200: the slope phi(z)/Phi(z) must stay finite and quiet (the old
+    exp(-z^2/2 - log_ndtr(z)) overflowed in z^2 and gave nan); in the usual range it is unchanged."""
+    lik = BernoulliProbit()
+    z = np.linspace(-30, 8, 77)
+    ref = np.exp(-0.5 * z * z - 0.5 * math.log(2 * math.pi) - special.log_ndtr(z))
+    np.testing.assert_allclose(lik._dlog_cdf(z), ref, rtol=1e-12, atol=1e-300)
+    with np.errstate(all="raise"):
+        g = lik.dlog_density_df(np.array([[-1e200], [1e200], [-1e160]]), np.array([[1.0], [1.0], [1.0]]))[:, 0]
+        _, slope, _ = lik.log_density_terms(np.array([[-1e200]]), np.array([[1.0]]))
+    np.testing.assert_allclose(g, [1e200, 0.0, 1e160], rtol=1e-12)
+    assert slope[0, 0] == pytest.approx(1e200, rel=1e-12)
 
 
 # warped GP --------------------------------------------------------------------------------------

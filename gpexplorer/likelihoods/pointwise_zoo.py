@@ -167,11 +167,16 @@ class BernoulliLogit(Bernoulli):
         return special.expit(z)
 
 
+SQRT_2 = float(np.sqrt(2.0))
+SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
+
+
 class BernoulliProbit(Bernoulli):
     """Probit classification: Phi(z) the standard normal CDF.
 
-    log Phi(z) = log_ndtr(z); (log Phi)'(z) = phi(z) / Phi(z) = exp(-z^2/2 - log sqrt(2 pi) - log_ndtr(z)),
-    which stays finite (about -z) far in the left tail.
+    log Phi(z) = log_ndtr(z); (log Phi)'(z) = phi(z) / Phi(z) = sqrt(2 / pi) / erfcx(-z / sqrt 2) (the inverse
+    Mills ratio by the scaled complementary error function: about -z far in the left tail, 0 in the
+    right, with no z^2 formed, which overflowed beyond |z| ~ 1e154).
     """
 
     name, label, kind = "bernoulli_probit", "Bernoulli (probit)", "binary"
@@ -180,16 +185,16 @@ class BernoulliProbit(Bernoulli):
         return special.log_ndtr(z)
 
     def _dlog_cdf(self, z):
-        return np.exp(-0.5 * z * z - 0.5 * LOG_2PI - special.log_ndtr(z))
+        return SQRT_2_OVER_PI / special.erfcx(-z / SQRT_2)
 
     def log_density_terms(self, F, y, slope=True, params=True):
-        """log_ndtr evaluated once for the value and the slope."""
+        """The value by log_ndtr, the slope by :meth:`_dlog_cdf`."""
         s = 2.0 * y - 1.0
         z = s * F[..., 0]
         lp = special.log_ndtr(z)
         if not slope:
             return lp, None, {}
-        return lp, (s * np.exp(-0.5 * z * z - 0.5 * LOG_2PI - lp))[..., None], {}
+        return lp, (s * self._dlog_cdf(z))[..., None], {}
 
     def _cdf(self, z):
         return special.ndtr(z)
