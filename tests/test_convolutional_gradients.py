@@ -12,6 +12,7 @@ import reference
 import reference_convolutional as ref
 from gpexplorer import covariances, datasets
 from gpexplorer.kernels import convolutional as conv_module
+from gpexplorer.kernels.base import gradients_follow
 from gpexplorer.kernels import convolutional_sums as sums
 from gpexplorer.inducing import Components, InducingPatches, InducingPoints
 from gpexplorer.kernels import Convolutional, Matern32, SquaredExponential, Sum
@@ -130,8 +131,14 @@ def test_the_kuf_gradient_from_the_kept_parts_equals_the_one_that_forms_phi_agai
         if step == "moved":
             f = f.moved(1, rng.normal(size=k.layout.patch_dim))
         W2 = rng.normal(size=(len(f), X.shape[0]))
-        covariances.Kuf(f, k, X)
-        kept = k._cache[("cross", conv_module._fingerprint(X), k._state())]
+        key = ("cross", conv_module._fingerprint(X), k._state())
+        if step == "fresh":  # a Kuf for a prediction keeps nothing; one whose gradient follows keeps the parts
+            covariances.Kuf(f, k, X)
+            assert k._cache[key][2] is None
+            k._cache.clear()
+        with gradients_follow():
+            covariances.Kuf(f, k, X)
+        kept = k._cache[key]
         assert kept[2] is not None
         calls = []
         real = sums._cross_phi
@@ -146,6 +153,28 @@ def test_the_kuf_gradient_from_the_kept_parts_equals_the_one_that_forms_phi_agai
             for name in b:
                 np.testing.assert_allclose(a[name], b[name], rtol=1e-10, atol=1e-12, err_msg=f"{name} ({step})")
     _assert_gradients_match_finite_differences(k, f, X, W1, W2, np.zeros(X.shape[0]))
+
+
+def test_an_elbo_step_forms_phi_once_and_a_value_alone_keeps_nothing(monkeypatch):
+    """batch_elbo (value and gradient) keeps the Kuf pass's parts, so the gradient forms no phi; the
+    ELBO's value alone (a trace, a prediction) keeps none."""
+    from gpexplorer.variational.fitting import batch_elbo
+
+    rng = np.random.default_rng(4)
+    X = np.vstack([_blank_images(1), _images(1, binary=False, N=9)])
+    y = (X.sum(axis=1) > 0).astype(float)[:, None]
+    k = Convolutional(SquaredExponential(1.0, 0.8), (4, 5), (2, 3), unique_patches=False)
+    m = SparseVariationalGP(X, y, k, InducingPatches(rng.normal(size=(3, 6))), "bernoulli_probit")
+    calls = []
+    real = sums._cross_phi
+    monkeypatch.setattr(sums, "_cross_phi", lambda *a: calls.append(1) or real(*a))
+    k._cache.clear()  # the constructor's prior q already formed Kuf
+    m.elbo()
+    assert calls and all(v[2] is None for key, v in k._cache.items() if key[0] == "cross")
+    k._cache.clear()
+    calls.clear()
+    batch_elbo(m, np.arange(12), None)
+    assert len(calls) == 1  # the one block of the Kuf pass; none in its gradient
 
 
 def test_the_unique_patch_path_equals_the_dense_one_on_rectangles():

@@ -3,6 +3,8 @@ kernel implements (see :mod:`gpexplorer.kernels`)."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 
 import numpy as np
@@ -11,6 +13,25 @@ from gpexplorer.validation import positive as _positive
 from gpexplorer.parameters import POSITIVE_RANGE, Parameter
 
 EMPTY = np.empty(0)
+
+_GRADIENTS_FOLLOW = contextvars.ContextVar("gradients_follow", default=False)
+
+
+@contextlib.contextmanager
+def gradients_follow(flag=True):
+    """A hint to kernels within the block: gradients of the covariances formed here will be asked
+    for (an objective with its gradient), so a kernel may keep what they need (the convolutional
+    SE route keeps its Kuf sums' parts); outside it (predictions, values alone) nothing is kept."""
+    token = _GRADIENTS_FOLLOW.set(bool(flag))
+    try:
+        yield
+    finally:
+        _GRADIENTS_FOLLOW.reset(token)
+
+
+def gradients_expected():
+    """Whether the caller is inside :func:`gradients_follow` (per thread and task)."""
+    return _GRADIENTS_FOLLOW.get()
 
 
 def as_inputs(X, name="X"):

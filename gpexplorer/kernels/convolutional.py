@@ -28,7 +28,7 @@ from collections import OrderedDict
 import numpy as np
 
 from gpexplorer.kernels import convolutional_sums as sums
-from gpexplorer.kernels.base import Kernel
+from gpexplorer.kernels.base import Kernel, gradients_expected
 from gpexplorer.kernels.patch_layout import PatchLayout, unique_patches
 from gpexplorer.kernels.stationary import SquaredExponential
 from gpexplorer.parameters import Parameter, sum_gradients
@@ -294,9 +294,10 @@ class Convolutional(Kernel):
         return self._gradients(g, np.zeros(self.layout.n_patches)), dZ
 
     def _cross(self, route, Z, X):
-        """(Kuf, the SE route's parts for its gradient or None)."""
+        """(Kuf, the SE route's parts for its gradient or None: kept only where gradients follow,
+        :func:`gpexplorer.kernels.base.gradients_follow`)."""
         if route == "se":
-            return sums.se_cross(self, Z, X)
+            return sums.se_cross(self, Z, X, keep_parts=gradients_expected())
         return getattr(sums, f"{route}_cross")(self, Z, X), None
 
     def _keep_cross(self, key, Z, out, parts):

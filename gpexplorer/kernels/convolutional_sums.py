@@ -136,7 +136,7 @@ def _cross_phi(conv, Za, X, rows):
 PARTS_VALUES = 6_000_000
 
 
-def se_cross(conv, Z, X, keep_parts=True):
+def se_cross(conv, Z, X, keep_parts=False):
     """(Kuf [G*M, N], parts or None). Kuf_gm,n = variance a_gnm with a_gnm = sum_k w'_nk phi_nkm; with
     ``keep_parts`` (and G N M (2E + 1) <= PARTS_VALUES) the same batched GEMM of [w', w' x', w' x'^2]^T
     with phi also gives parts = {"y1" [G, N, E, M]: sum_k w'_nk x'_nke phi_nkm, "y2": the same of x'^2,

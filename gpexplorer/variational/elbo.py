@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpexplorer.kernels.base import as_inputs
+from gpexplorer.kernels.base import as_inputs, gradients_follow
 from gpexplorer.variational import estimators, fused_fg, marginals
 
 #: smallest marginal variance passed to the estimators (round-off can leave kdiag - diag Qff < 0)
@@ -123,7 +123,8 @@ def _elbo(X, Y, kernels, features, likelihood, posterior, *, estimator, eps, num
             eval_gradient=eval_gradient, min_variance=MIN_VARIANCE, workspace=workspace, ell_weight=ell_weight)
         return ElboResult(value=value, terms=terms, entropy_kind="exact", grads=grads or {}, estimate=est,
                           latents=[lat], jitter_used=[lat.jitter_used])
-    lats, b, var = marginal_moments(X, kernels, features, posterior, jitter, reference=reference)
+    with gradients_follow(eval_gradient):
+        lats, b, var = marginal_moments(X, kernels, features, posterior, jitter, reference=reference)
     estimate = estimators.estimate_reference if reference else estimators.estimate
     est = estimate(likelihood, b, np.maximum(var, MIN_VARIANCE), Y, estimator, eps=eps, num_samples=num_samples,
                    seed=seed, n_points=n_points, control_variate=control_variate)
