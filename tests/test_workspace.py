@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
-import os
 import pathlib
-import subprocess
-import sys
-import textwrap
 import threading
 
 import numpy as np
@@ -319,27 +315,5 @@ def test_fit_follows_scipy_minimize(approximation):
 
 
 # ---------------------------------------------------------------------------------------------
-# bounds checking of the new loops (as test_compiled_bounds, at the larger sizes)
-# ---------------------------------------------------------------------------------------------
+# the large-N, large-M blocked paths under numba's bounds checking: tests/test_compiled_bounds.py
 
-BOUNDS_SCRIPT = textwrap.dedent(f"""
-    import numpy as np
-    from gpexplorer import kernels, models
-    rng = np.random.default_rng(0)
-    for D in (1, 2):
-        X = rng.normal(size=({N_LARGE}, D)); y = rng.normal(size={N_LARGE}); Z = rng.normal(size=({M_LARGE}, D))
-        for k in (kernels.SquaredExponential(), kernels.Matern32(), kernels.RationalQuadratic()):
-            for approximation in ("dtc", "fitc", "vfe"):
-                m = models.SparseGPR(X, y, kernel=k, Z=Z, approximation=approximation, noise_variance=0.1)
-                _, g = m.log_marginal_likelihood(eval_gradient=True)
-                assert all(np.all(np.isfinite(v)) for v in g.values()), (type(k).__name__, approximation)
-                m.predict_f(X[:4])
-    print("ok")
-""")
-
-
-@pytest.mark.slow
-def test_new_compiled_paths_stay_in_bounds(tmp_path):
-    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-c", BOUNDS_SCRIPT], env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
