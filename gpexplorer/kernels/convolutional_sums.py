@@ -132,14 +132,14 @@ def _cross_phi(conv, Za, X, rows):
         yield g, sl, x, w, slot, _se((_augmented(x, True).reshape(n * K, E + 2) @ Za.T).reshape(n, K, -1))
 
 
-#: largest number of values (2 G N M E) the Kuf pass keeps for its gradient (:func:`se_cross`)
+#: largest number of values (G N M (E + E or 1)) the Kuf pass keeps for its gradient (:func:`se_cross`)
 PARTS_VALUES = 6_000_000
 
 
 def se_cross(conv, Z, X, keep_parts=False):
     """(Kuf [G*M, N], parts or None). Kuf_gm,n = variance a_gnm with a_gnm = sum_k w'_nk phi_nkm; with
-    ``keep_parts`` (and G N M (2E + 1) <= PARTS_VALUES) the same batched GEMM of [w', w' x', w' x'^2]^T
-    with phi also gives parts = {"y1" [G, N, E, M]: sum_k w'_nk x'_nke phi_nkm, "y2": the same of x'^2,
+    ``keep_parts`` (and their G N M (E + E or 1) values <= PARTS_VALUES) the same batched GEMM of
+    [w', w' x', w' x'^2]^T with phi also gives parts = {"y1" [G, N, E, M]: sum_k w'_nk x'_nke phi_nkm, "y2": the same of x'^2,
     [G, N, E, M] for ARD lengthscales, of |x'|^2, [G, N, 1, M], for one lengthscale}: all that the
     gradient with respect to Z, the lengthscales and the variance needs for any dL/dKuf
     (:func:`se_cross_gradients`), so a step forms the exponentials once."""
