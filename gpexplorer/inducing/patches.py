@@ -17,7 +17,7 @@ import numpy as np
 
 from gpexplorer.inducing.base import InducingFeature
 from gpexplorer.inducing.placement import kmeans
-from gpexplorer.kernels.patch_layout import unique_patches
+from gpexplorer.kernels.patch_layout import PatchLayout, unique_patches
 from gpexplorer.parameters import Parameter
 
 __all__ = ["InducingPatches", "PATCH_INITIALISATIONS"]
@@ -25,6 +25,13 @@ __all__ = ["InducingPatches", "PATCH_INITIALISATIONS"]
 PATCH_INITIALISATIONS = ("unique", "random", "uniform", "kmeans")
 #: most patch values (images x P x E) read when looking for unique patches or a k-means sample
 SAMPLE_VALUES = 8_000_000
+
+
+def _pixels_only(layout):
+    """The layout without patch locations (the unique patches of the pixel values)."""
+    if not layout.locations:
+        return layout
+    return PatchLayout(layout.image_shape, layout.patch_shape, layout.channels, layout.colour)
 
 
 class InducingPatches(InducingFeature):
@@ -82,27 +89,34 @@ class InducingPatches(InducingFeature):
         X = layout.check(X)
         rng = np.random.default_rng(seed)
         sample = X[rng.permutation(X.shape[0])[: max(1, SAMPLE_VALUES // layout.index.size)]]
+        E = layout.pixel_dim
+        where = None  # the patch positions of the chosen patches, where known (TICK's inducing locations)
         if init == "uniform":
-            Z = rng.uniform(X.min(), X.max(), size=(M, layout.patch_dim))
+            Z = rng.uniform(X.min(), X.max(), size=(M, E))
         elif init == "random":  # distinct patches (MNIST's many blank ones would make Kuu singular)
             draws = 4 * M + 64
             rows, cols = rng.integers(0, sample.shape[0], draws), rng.integers(0, layout.n_patches, draws)
             candidates = sample[rows[:, None], layout.index[cols]]
             _, first = np.unique(candidates, axis=0, return_index=True)
-            Z = candidates[np.sort(first)[:M]]
+            Z, where = candidates[np.sort(first)[:M]], cols[np.sort(first)[:M]]
             if len(Z) < M:  # few distinct patches (binary images): the rest of the unique ones, then extras
-                U, _ = unique_patches(layout, sample)
+                U, _ = unique_patches(_pixels_only(layout), sample)
                 rest = U[[i for i in rng.permutation(len(U)) if not np.any(np.all(U[i] == Z, axis=1))]]
                 Z = np.vstack([Z, rest[:M - len(Z)]])
-                Z = np.vstack([Z, rng.uniform(X.min(), X.max(), size=(M - len(Z), layout.patch_dim))])
+                Z = np.vstack([Z, rng.uniform(X.min(), X.max(), size=(M - len(Z), E))])
         elif init == "kmeans":
-            patches = layout.patches(sample).reshape(-1, layout.patch_dim)
+            patches = sample[:, layout.index].reshape(-1, E)
             Z = kmeans(patches[rng.permutation(len(patches))[:20_000]], M, rng)
         else:
-            U, _ = unique_patches(layout, sample)
+            U, _ = unique_patches(_pixels_only(layout), sample)
             Z = U[rng.permutation(len(U))[:M]]
             if M > len(U):  # Theorem 1: U patches suffice; the rest are uniform extras
-                Z = np.vstack([Z, rng.uniform(X.min(), X.max(), size=(M - len(U), layout.patch_dim))])
+                Z = np.vstack([Z, rng.uniform(X.min(), X.max(), size=(M - len(U), E))])
+        if layout.locations:  # a position per inducing patch: its own where known, else drawn
+            drawn = rng.integers(0, layout.n_patches, M)
+            if where is not None:
+                drawn[:len(where)] = where
+            Z = np.hstack([Z, layout.position[drawn]])
         return cls(Z, channels=layout.n_groups)
 
     # variants ----------------------------------------------------------------------------------

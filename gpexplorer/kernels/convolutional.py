@@ -14,8 +14,17 @@ gives k_g(z, z') = sum_c cw_c^2 k(z_c, z'_c) on the whole patch (eq. 5.63-5.64, 
 squares). Inducing patches (:class:`gpexplorer.inducing.InducingPatches`) have
 Kuf = scale sum_p w_p k_g(z, x^[p]) (eq. 5.15, 5.47) and Kuu = k_g(Z, Z) (eq. 5.16).
 
-Parameters: the base kernel's as ``base.<name>``, ``weights`` [P] (real; only when ``weighted``)
-and ``channel_weights`` [C] (real; ``colour="additive"``). Kdiag is cached while X and the
+Translation-insensitive (TICK, Dutordoir et al. 2020): with ``location_lengthscale`` l_loc the patch
+kernel also compares where two patches are, k_g((x, a), (x', a')) = k(x, x') exp(-|a - a'|^2 / 2 l_loc^2)
+with a the patch's (row, column) in pixels, so f = scale sum_p w_p g(x^[p], a_p) responds to a
+patch less the farther it is from where an inducing patch (z_m, a_m) sits: Kuf = scale sum_p w_p
+k(z_m, x^[p]) k_loc(a_m, a_p) (a weighting by location per inducing patch), and l_loc -> infinity gives
+the translation-invariant kernel back. An inducing patch then holds E + 2 values (pixels, row,
+column). Built for a squared-exponential base on one patch group (colour "none" with one
+channel, or "patch"), where the product is one SE with lengthscales (l, ..., l, l_loc, l_loc).
+
+Parameters: the base kernel's as ``base.<name>``, ``weights`` [P] (real; only when ``weighted``),
+``channel_weights`` [C] (real; ``colour="additive"``) and ``location_lengthscale`` (positive; TICK). Kdiag is cached while X and the
 parameters do not change, and Kuf remembers its last Z, so moving one inducing patch recomputes
 one row. ``unique_patches="auto"`` takes the exact unique-patch path for images with few
 distinct values (binary, low-level) when they hold fewer distinct patches than an image has patches.
@@ -33,6 +42,7 @@ from gpexplorer.kernels.patch_layout import PatchLayout, unique_patches
 from gpexplorer.kernels.stationary import SquaredExponential
 from gpexplorer.parameters import Parameter, sum_gradients
 from gpexplorer.validation import MAX_MAGNITUDE
+from gpexplorer.validation import positive as _positive
 
 SCALINGS = ("sum", "mean")
 #: "auto" tries the unique-patch path only on images with at most this many distinct pixel values
@@ -84,7 +94,8 @@ class Convolutional(Kernel):
     input_shape = ("height", "width", "channels")  # images; an instance holds its own (H, W, C)
 
     def __init__(self, base=None, image_shape=(28, 28), patch_shape=(3, 3), channels=1, *, weighted=False,
-                 colour="none", scaling="sum", weights=None, channel_weights=None, unique_patches="auto"):
+                 colour="none", scaling="sum", weights=None, channel_weights=None, unique_patches="auto",
+                 location_lengthscale=None):
         base = SquaredExponential() if base is None else base
         if not isinstance(base, Kernel) or isinstance(base, Convolutional):
             raise ValueError(f"base must be a kernel on patches (a gpexplorer Kernel); got {type(base).__name__}")
@@ -92,8 +103,19 @@ class Convolutional(Kernel):
             raise ValueError(f"scaling must be one of {SCALINGS}; got {scaling!r}")
         if unique_patches not in ("auto", True, False):
             raise ValueError(f"unique_patches must be 'auto', True or False; got {unique_patches!r}")
-        self.layout = PatchLayout(image_shape, patch_shape, channels, colour)
+        tick = location_lengthscale is not None
+        self.layout = PatchLayout(image_shape, patch_shape, channels, colour, locations=tick)
+        if tick:
+            if type(base) is not SquaredExponential or self.layout.n_groups != 1 or colour == "additive":
+                raise ValueError("location_lengthscale (the translation-insensitive kernel) is built for a "
+                                 "SquaredExponential base on one patch group (colour 'none' or 'patch', not 'multi' or "
+                                 f"'additive'); got {type(base).__name__} with colour={colour!r}")
+            if unique_patches is True:
+                raise ValueError("patches that carry their location are never equal across positions: "
+                                 "unique_patches=True cannot apply with location_lengthscale")
+            unique_patches = False
         self.base, self.weighted, self.scaling, self.unique_patches = base, bool(weighted), scaling, unique_patches
+        self.location_lengthscale = _positive("location_lengthscale", location_lengthscale, False) if tick else None
         self.input_shape = self.layout.image_shape + (self.layout.channels,)
         self.weights = np.ones(self.layout.n_patches)
         self.channel_weights = np.ones(self.layout.channels) if colour == "additive" else None
@@ -109,8 +131,13 @@ class Convolutional(Kernel):
 
     # parameters ------------------------------------------------------------------------------
     @property
+    def translation_insensitive(self):
+        return self.layout.locations
+
+    @property
     def param_names(self):
-        own = (("weights",) if self.weighted else ()) + (("channel_weights",) if self.colour == "additive" else ())
+        own = (("weights",) if self.weighted else ()) + (("channel_weights",) if self.colour == "additive" else ()) \
+            + (("location_lengthscale",) if self.translation_insensitive else ())
         return tuple(f"base.{n}" for n in self.base.param_names) + own
 
     @property
@@ -129,6 +156,8 @@ class Convolutional(Kernel):
         return out
 
     def _own(self, name, value):
+        if name == "location_lengthscale":
+            return _positive(name, value, False)
         size = self.layout.n_patches if name == "weights" else self.layout.channels
         try:
             a = np.array(value, dtype=float)
@@ -162,7 +191,8 @@ class Convolutional(Kernel):
     @property
     def parameter_specs(self):
         specs = {f"base.{n}": s.renamed(f"base.{n}") for n, s in self.base.parameter_specs.items()}
-        specs.update({n: Parameter.real(n) for n in self.param_names[len(self.base.param_names):]})
+        specs.update({n: Parameter(n) if n == "location_lengthscale" else Parameter.real(n)
+                      for n in self.param_names[len(self.base.param_names):]})
         return specs
 
     def set_bounds(self, **bounds):
@@ -177,13 +207,15 @@ class Convolutional(Kernel):
             H, W = self.layout.image_shape
             raise ValueError(f"the convolutional kernel takes {H}x{W}x{self.layout.channels} images flattened to "
                              f"{self.layout.input_dim} columns; the inputs have {D}")
-        self.base.check_input_dim(self.layout.patch_dim)
+        self.base.check_input_dim(self.layout.pixel_dim)
 
     def __repr__(self):
         H, W = self.layout.image_shape
         return (f"Convolutional({self.base!r}, image={H}x{W}x{self.layout.channels}, patch="
                 f"{self.layout.patch_shape[0]}x{self.layout.patch_shape[1]}, colour={self.colour!r}, "
-                f"weighted={self.weighted}, scaling={self.scaling!r})")
+                f"weighted={self.weighted}, scaling={self.scaling!r}"
+                + (f", location_lengthscale={float(self.location_lengthscale):g}" if self.translation_insensitive else "")
+                + ")")
 
     # what the sums need ----------------------------------------------------------------------
     @property
@@ -196,6 +228,10 @@ class Convolutional(Kernel):
 
     @property
     def patch_kernel(self):
+        if self.translation_insensitive:  # k(x, x') k_loc(a, a') as one SE on [x, a]
+            ls = np.broadcast_to(np.asarray(self.base.lengthscale, dtype=float), (self.layout.pixel_dim,))
+            loc = float(self.location_lengthscale)
+            return SquaredExponential(self.base.variance, np.concatenate([ls, [loc, loc]]))
         return ChannelAdditive(self.base, self.channel_weights) if self.colour == "additive" else self.base
 
     def _cached(self, key, compute):
@@ -240,7 +276,13 @@ class Convolutional(Kernel):
         return self._cached(("route", _fingerprint(X)), decide)
 
     def _gradients(self, pk_grads, dw):
-        out = dict(pk_grads) if self.colour == "additive" else {f"base.{n}": v for n, v in pk_grads.items()}
+        if self.translation_insensitive:  # the SE on [x, a]: its lengthscales back to l (or l_e) and l_loc
+            E, dl = self.layout.pixel_dim, np.broadcast_to(np.asarray(pk_grads["lengthscale"], dtype=float),
+                                                            (self.layout.patch_dim,))
+            pk_grads = {"variance": pk_grads["variance"], "location_lengthscale": float(dl[E:].sum()),
+                        "lengthscale": float(dl[:E].sum()) if np.ndim(self.base.lengthscale) == 0 else dl[:E].copy()}
+        out = dict(pk_grads) if self.colour == "additive" else {
+            (n if n == "location_lengthscale" else f"base.{n}"): v for n, v in pk_grads.items()}
         if self.weighted:
             out["weights"] = self.scale * dw
         return out

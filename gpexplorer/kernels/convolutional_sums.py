@@ -37,7 +37,10 @@ def _scaled(pk, values, E):
 
 
 def _nonblank(layout, X):
-    """[N, P] whether each patch of each image holds a non-zero pixel."""
+    """[N, P] whether each patch of each image holds a non-zero pixel (every patch, where patches carry
+    their location: blank ones at different places differ)."""
+    if layout.locations:
+        return np.ones((X.shape[0], layout.n_patches), dtype=bool)
     return (X != 0.0)[:, layout.index].any(axis=2)
 
 

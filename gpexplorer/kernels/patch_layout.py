@@ -11,6 +11,9 @@ top-left corners in row-major order. Two patch kinds:
 * colour patches ("patch", "additive"): one per position, the vector holds (a+di, b+dj, c) in
   row-major (di, dj, c) order, E = h*w*C values; ``group`` is all zeros.
 
+With ``locations`` (the translation-insensitive kernel, TICK) a patch vector also holds its
+position (row, column of its top-left pixel, in pixels) after its E pixel values: E + 2 values.
+
 Unique patches (Lemmas 1-3): the patch vectors of a batch hashed by a random projection, sorted
 once by numpy, and then checked for equality (a hash collision falls back to an exact sort of the
 rows), so ``ids[n, p]`` indexes the rows of ``U`` exactly: ``U[ids] == patches``.
@@ -47,7 +50,9 @@ class PatchLayout:
     patch_shape: tuple
     channels: int = 1
     colour: str = "none"
+    locations: bool = False
     index: np.ndarray = field(init=False, repr=False, compare=False)  # [P, E] columns of an image row
+    position: np.ndarray = field(init=False, repr=False, compare=False)  # [P, 2] (row, column) of a patch
     group: np.ndarray = field(init=False, repr=False, compare=False)  # [P] channel of a patch (multi)
 
     def __post_init__(self):
@@ -80,6 +85,10 @@ class PatchLayout:
             group = np.zeros(len(index), int)
         object.__setattr__(self, "index", np.ascontiguousarray(index))
         object.__setattr__(self, "group", np.ascontiguousarray(group))
+        corners = np.stack(np.meshgrid(np.arange(H - h + 1), np.arange(W - w + 1), indexing="ij"), -1).reshape(-1, 2)
+        per_position = len(index) // len(corners)  # C single-channel patches per position, else 1
+        object.__setattr__(self, "position", np.repeat(corners, per_position, axis=0).astype(float))
+        object.__setattr__(self, "locations", bool(self.locations))
 
     @property
     def single_channel(self):
@@ -95,9 +104,15 @@ class PatchLayout:
         return self.index.shape[0]
 
     @property
-    def patch_dim(self):
-        """E: the length of a patch vector (what an inducing patch holds)."""
+    def pixel_dim(self):
+        """The pixel values of a patch (what the base kernel sees)."""
         return self.index.shape[1]
+
+    @property
+    def patch_dim(self):
+        """E: the length of a patch vector (what an inducing patch holds): its pixels, and with
+        ``locations`` its (row, column) too."""
+        return self.index.shape[1] + (2 if self.locations else 0)
 
     @property
     def n_groups(self):
@@ -115,7 +130,11 @@ class PatchLayout:
 
     def patches(self, X):
         """[N, P, E] every patch of every image, in the module docstring's order."""
-        return self.check(X)[:, self.index]
+        pixels = self.check(X)[:, self.index]
+        if not self.locations:
+            return pixels
+        where = np.broadcast_to(self.position, (pixels.shape[0],) + self.position.shape)
+        return np.concatenate([pixels, where], axis=2)
 
     def chunks(self, N):
         """Slices of at most CHUNK_VALUES patch values each over N images."""
@@ -125,6 +144,7 @@ class PatchLayout:
     def scatter(self, dpatches, N):
         """d/dX [N, D] from d/dpatches [N, P, E]: each pixel collects the patches it sits in."""
         out = np.zeros((N, self.input_dim))
+        dpatches = dpatches[..., :self.pixel_dim]  # a patch's position does not move with the image
         cols = np.broadcast_to(self.index, dpatches.shape)
         rows = np.broadcast_to(np.arange(N)[:, None, None], dpatches.shape)
         np.add.at(out, (rows.ravel(), cols.ravel()), dpatches.ravel())
@@ -143,6 +163,8 @@ def unique_patches(layout, X, levels=None):
     extracting the [N, P, E] patches; the codes are then ranked by a direct table when
     levels^E is small (binary 3x3 patches: 512 codes) and by a sort otherwise."""
     X = layout.check(X)
+    if layout.locations:
+        raise ValueError("patches that carry their location are never equal across positions: no unique-patch path")
     L, E = (0 if levels is None else len(levels)), layout.patch_dim
     if L < 2 or E * np.log2(L) > 62:
         return _unique_by_hash(layout.patches(X))
