@@ -1,6 +1,6 @@
 """Thesis Table 5.1 scaled down (issue 26): ``gpexplorer reproduce conv-mnist10``.
 
-Ten-class MNIST with four kernels, one GP per class (the ten latents share one kernel and one set of
+Ten-class MNIST with the four kernels of Table 5.1 and a mean-field variant, one GP per class (the ten latents share one kernel and one set of
 inducing inputs, as in convgp), a full Gaussian q(u) per latent, minibatch Adam (thesis §5.5.3,
 §5.6.3, §5.7.3):
 
