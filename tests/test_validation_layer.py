@@ -18,7 +18,7 @@ from gpexplorer.kernels import SquaredExponential
 from gpexplorer.linearized.gp import LinearizedGP
 from gpexplorer.linearized.kitchen_sinks import LinearizedKitchenSinks
 from gpexplorer.sparse.regression import SparseGPR
-from gpexplorer.variational.posterior import MixtureOfDiagonalGaussians
+from gpexplorer.variational.mixture import MixtureOfDiagonalGaussians
 from gpexplorer.variational.savigp import SparseVariationalGP
 
 X = np.linspace(0, 5, 30)[:, None]

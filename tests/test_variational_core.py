@@ -10,7 +10,7 @@ from gpexplorer import kernels
 from gpexplorer.inducing import InducingPoints
 from gpexplorer.sparse.regression import ExactGPR, SparseGPR
 from gpexplorer.variational import FullGaussian, MixtureOfDiagonalGaussians, elbo
-from gpexplorer.variational.posterior import make_posterior
+from gpexplorer.variational.families import make_posterior
 from test_variational_likelihoods import (BernoulliLogitStandIn, GaussianStandIn, HeteroscedasticStandIn,
                                           data_for)
 

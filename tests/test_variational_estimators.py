@@ -10,7 +10,7 @@ from gpexplorer import kernels
 from gpexplorer.inducing import InducingPoints
 from gpexplorer.variational import elbo, estimate, estimator_variance, variance_curve
 from gpexplorer.variational.estimators import draw_eps, gauss_hermite_grid
-from gpexplorer.variational.posterior import make_posterior
+from gpexplorer.variational.families import make_posterior
 from test_variational_likelihoods import (BernoulliLogitStandIn, GaussianStandIn, HeteroscedasticStandIn,
                                           data_for)
 

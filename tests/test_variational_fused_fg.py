@@ -14,7 +14,7 @@ from gpexplorer.likelihoods import BernoulliLogit, Poisson
 from gpexplorer.linalg import JitterWarning
 from gpexplorer.variational import SparseVariationalGP, fused_fg, marginals
 from gpexplorer.variational.elbo import elbo, elbo_reference
-from gpexplorer.variational.posterior import make_posterior
+from gpexplorer.variational.families import make_posterior
 from gpexplorer.workspace import Workspace, borrow, give_back
 from test_variational_speed_paths import RTOL, assert_same_elbo, rel
 

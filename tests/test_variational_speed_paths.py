@@ -14,7 +14,8 @@ from gpexplorer.likelihoods import (BernoulliLogit, BernoulliProbit, Gaussian, P
 from gpexplorer.likelihoods.quadrature import product_rule
 from gpexplorer.variational import estimators, marginals
 from gpexplorer.variational.elbo import elbo, elbo_reference
-from gpexplorer.variational.posterior import FullGaussian, make_posterior
+from gpexplorer.variational.families import make_posterior
+from gpexplorer.variational.posterior import FullGaussian
 
 RTOL = 1e-10
 LIKELIHOODS = {

@@ -9,7 +9,7 @@ from scipy import linalg as sla
 
 from gpexplorer import kernels
 from gpexplorer.variational import SparseVariationalGP, fitting, whitening
-from gpexplorer.variational.posterior import make_posterior
+from gpexplorer.variational.families import make_posterior
 from gpexplorer.variational.whitening import WhitenedCoordinates
 
 

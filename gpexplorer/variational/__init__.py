@@ -9,7 +9,9 @@
 
 from gpexplorer.variational.elbo import ElboResult, elbo, mixture_moments
 from gpexplorer.variational.estimators import Estimate, estimate, estimator_variance, variance_curve
-from gpexplorer.variational.posterior import FullGaussian, MixtureOfDiagonalGaussians, make_posterior
+from gpexplorer.variational.families import make_posterior
+from gpexplorer.variational.mixture import MixtureOfDiagonalGaussians
+from gpexplorer.variational.posterior import FullGaussian
 from gpexplorer.variational.savigp import SparseVariationalGP
 
 __all__ = ["ElboResult", "Estimate", "FullGaussian", "MixtureOfDiagonalGaussians", "elbo", "estimate",

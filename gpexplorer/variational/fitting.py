@@ -66,7 +66,7 @@ from gpexplorer import _threads
 from gpexplorer.linalg import CholeskyError
 from gpexplorer.optimize import (ADAM_BETAS, FAILED_OBJECTIVE, FitResult, Packer, TraceEntry, adam, block_cyclic,
                                   best_of_starts, lbfgsb, perturb_log, summaries)
-from gpexplorer.variational import convergence, estimators, marginals, natural_gradients
+from gpexplorer.variational import convergence, estimators, natural_gradients
 from gpexplorer.variational.elbo import MIN_VARIANCE
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.whitening import whitened_block
@@ -87,7 +87,7 @@ def _count(name, value, minimum):
     return int(value)
 
 
-def check_arguments(model, max_iter, method, batch_size, learning_rate, evals_per_block, trace_every, restarts,
+def check_arguments(model, max_iter, method, batch_size, learning_rate, evals_per_block, trace_every, restarts, *,
                     natgrad_step=0.1, fixed=()):
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
@@ -106,14 +106,7 @@ def check_arguments(model, max_iter, method, batch_size, learning_rate, evals_pe
     if not (np.isfinite(learning_rate) and learning_rate > 0):
         raise ValueError(f"learning_rate must be a positive number; got {learning_rate!r}")
     if method == "adam-natgrad":
-        if isinstance(natgrad_step, bool) or not isinstance(natgrad_step, (int, float, np.floating)) \
-                or not 0.0 < float(natgrad_step) <= 1.0:
-            raise ValueError(f"natgrad_step must be a number in (0, 1]; got {natgrad_step!r}")
-        reason = natural_gradients.supports(model)
-        if reason is not None:
-            raise ValueError(reason)
-        if "posterior" in fixed:
-            raise ValueError("method 'adam-natgrad' moves q(u) by natural gradients; it cannot be fixed")
+        natural_gradients.check_minibatch(model, natgrad_step, fixed)
 
 
 def resolve_method(model, method, fixed, batch_size=None):
@@ -283,12 +276,6 @@ def _run_lbfgs(model, ev, rec, x0, max_iter, method, *, evals_per_block, tol, de
     return run.x, run.n_iter, run.message
 
 
-def _q_positions(packer):
-    offsets = np.cumsum([0] + [packer.sizes[n] for n in packer.names])
-    at = packer.names.index("posterior")
-    return np.arange(offsets[at], offsets[at + 1])
-
-
 def _run_adam(model, ev, rec, x0, max_iter, *, batch_size, learning_rate, trace_every, rng, natgrad_step=None):
     """Minibatch Adam; with ``natgrad_step``, q(u) moves by natural-gradient steps instead (module docstring)."""
     N, Q = model.X.shape[0], model.Q
@@ -297,7 +284,7 @@ def _run_adam(model, ev, rec, x0, max_iter, *, batch_size, learning_rate, trace_
     F0, _, terms0 = ev.at(x0, gradient=False)
     rec.record(x0, F0, terms0, notify=False)
     on_iterate = _iterate_hook(ev, rec, gradient=False)
-    q = _q_positions(ev.packer) if natgrad_step is not None else None
+    q = natural_gradients.posterior_positions(ev.packer) if natgrad_step is not None else None
     stepped = {}  # q's free vector after this step's natural-gradient step
 
     def gradient(x, t):
@@ -347,7 +334,7 @@ def fit(model, max_iter=200, fixed=frozenset(), restarts=0, seed=None, callback=
     ``stop_when_converged`` block-cyclic L-BFGS stops after the first round that gains at most that."""
     method = resolve_method(model, method, fixed, batch_size)
     check_arguments(model, max_iter, method, batch_size, learning_rate, evals_per_block, trace_every, restarts,
-                    natgrad_step, fixed)
+                    natgrad_step=natgrad_step, fixed=fixed)
     kind = objective_kind(model)
     if model.estimator == "score" and model.Q > 3 and method not in MINIBATCH_METHODS:
         warnings.warn("L-BFGS with the score estimator and Q > 3: the line search uses the fixed-eps Monte Carlo "

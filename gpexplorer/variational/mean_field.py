@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpexplorer.variational.posterior import FullGaussian, _sizes
+from gpexplorer.variational.posterior import FullGaussian, inducing_sizes
 
 
 class MeanFieldGaussian(FullGaussian):
@@ -26,7 +26,7 @@ class MeanFieldGaussian(FullGaussian):
     mean_field = True
 
     def __init__(self, num_inducing, num_latent=None, *, blocks):
-        sizes = _sizes(num_inducing, num_latent)
+        sizes = inducing_sizes(num_inducing, num_latent)
         blocks = [tuple(int(b) for b in bj) for bj in blocks]
         if len(blocks) != len(sizes):
             raise ValueError(f"mean-field blocks must be given per latent ({len(sizes)}); got {len(blocks)}")

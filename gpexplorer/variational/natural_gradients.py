@@ -100,6 +100,25 @@ def supports(model):
     return None
 
 
+def check_minibatch(model, natgrad_step, fixed):
+    """A ValueError naming the reason where fit(method="adam-natgrad") cannot run."""
+    if isinstance(natgrad_step, bool) or not isinstance(natgrad_step, (int, float, np.floating)) \
+            or not 0.0 < float(natgrad_step) <= 1.0:
+        raise ValueError(f"natgrad_step must be a number in (0, 1]; got {natgrad_step!r}")
+    reason = supports(model)
+    if reason is not None:
+        raise ValueError(reason)
+    if "posterior" in fixed:
+        raise ValueError("method 'adam-natgrad' moves q(u) by natural gradients; it cannot be fixed")
+
+
+def posterior_positions(packer):
+    """The positions of q(u)'s free vector in ``packer``'s vector."""
+    offsets = np.cumsum([0] + [packer.sizes[n] for n in packer.names])
+    at = packer.names.index("posterior")
+    return np.arange(offsets[at], offsets[at + 1])
+
+
 def q_gradients(model, rows=None, eps=None):
     """Per latent, the :class:`QGradient` at the model's current q(u) and parameters; with ``rows``
     (and their ``eps`` for a Monte Carlo estimator) from that minibatch, the expected log
@@ -228,9 +247,7 @@ def run(model, ev, rec, x0, max_iter, tol, details):
     packer = ev.packer
     if "posterior" not in packer.names:
         raise ValueError("natural gradients move q(u); it cannot be fixed (fixed=('posterior',))")
-    offsets = np.cumsum([0] + [packer.sizes[n] for n in packer.names])
-    at = packer.names.index("posterior")
-    post = np.arange(offsets[at], offsets[at + 1])
+    post = posterior_positions(packer)
     rest = np.setdiff1d(np.arange(x0.size), post)
     updater = QUpdater(model, lambda: _elbo_value(model))
     latest = {"q": x0[post].copy()}  # each evaluation starts from the last good q

@@ -34,7 +34,7 @@ from gpexplorer.variational import convergence, estimators, fitting, marginals, 
 from gpexplorer.variational.elbo import elbo as elbo_function
 from gpexplorer.variational.elbo import mixture_moments
 from gpexplorer.variational.mean_field import component_blocks
-from gpexplorer.variational.posterior import make_posterior
+from gpexplorer.variational.families import make_posterior
 from gpexplorer import validation
 from gpexplorer.workspace import Workspace
 
