@@ -138,6 +138,9 @@ def test_closing_the_tab_mid_fit_frees_the_core_at_once(page, server):
     assert elapsed < 14, "the measurement ran into Bokeh's session clean-up (15 s or later)"
     assert after < max(0.05, 0.3 * fitting), (
         f"2-7 s after the tab closed the server still used {after:.2f} of a core (fitting: {fitting:.2f})")
-    assert "Traceback" not in server.log_path.read_text()
+    from bokeh_page import server_log_problems  # tornado's closed-websocket report when the tab goes is noise
+
+    log = server_log_problems(server.log_path.read_text())
+    assert "Traceback" not in log, log[-3000:]
 
 
