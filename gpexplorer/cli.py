@@ -23,6 +23,9 @@
                          [--quick] [--seed S] [--max-iter N] [--num-inducing M] [--scheduler ADDRESS]
                          [--workers N] [--out DIR]
                                                   thesis ch. 5 (convolutional GPs) beside its numbers
+    gpexplorer reproduce revrand-boston|revrand-usps|revrand-kernels [--quick] [--seed S] [--max-iter N]
+                         [--scheduler ADDRESS] [--workers N] [--out DIR]
+                                                  revrand report Tables 2-3 and fig. 1 beside its numbers
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ SAVIGP = ("savigp-boston", "savigp-abalone", "savigp-coal", "savigp-breast-cance
 #: n_workers, out) -> result`` and ``format_report(result) -> str``
 CONVOLUTIONAL = {"conv-rectangles": "conv_rectangles", "conv-mnist01": "conv_mnist01", "conv-theory": "conv_theory",
                  "conv-mnist10": "conv_mnist10", "conv-fashion": "conv_fashion", "conv-colour": "conv_colour"}
+REVRAND = {"revrand-boston": "revrand_boston", "revrand-usps": "revrand_usps", "revrand-kernels": "revrand_kernels"}
+MODULE_EXPERIMENTS = {**CONVOLUTIONAL, **REVRAND}
 
 
 def _reproduce_inter_domain(args):
@@ -105,10 +110,10 @@ def _reproduce_savigp(args):
         raise ValueError(str(err)) from None
 
 
-def _reproduce_convolutional(args):
+def _reproduce_module(args):
     import importlib
 
-    module = importlib.import_module(f"gpexplorer.experiments.{CONVOLUTIONAL[args.experiment]}")
+    module = importlib.import_module(f"gpexplorer.experiments.{MODULE_EXPERIMENTS[args.experiment]}")
     try:
         result = module.run(quick=args.quick, seed=args.seed, max_iter=args.max_iter, num_inducing=args.num_inducing,
                             scheduler=args.scheduler, n_workers=args.workers, out=args.out or args.experiment)
@@ -118,8 +123,8 @@ def _reproduce_convolutional(args):
 
 
 def _reproduce(args):
-    if args.experiment in CONVOLUTIONAL:
-        _reproduce_convolutional(args)
+    if args.experiment in MODULE_EXPERIMENTS:
+        _reproduce_module(args)
         return
     if args.experiment in INTER_DOMAIN:
         _reproduce_inter_domain(args)
@@ -256,7 +261,7 @@ def main(argv=None):
     p.set_defaults(func=_warmup)
     p = sub.add_parser("reproduce", help="paper and thesis experiments beside the reported numbers")
     p.add_argument("experiment", choices=["egp-table1", "eks-figure1", "usps", "seismic", *INTER_DOMAIN, *SAVIGP,
-                                                  *CONVOLUTIONAL])
+                                                  *MODULE_EXPERIMENTS])
     p.add_argument("--folds", type=int, default=None,
                    help="toy problems: how many of the five 200/800 folds (default 5); seismic: surveys (3); "
                         "savigp-boston / -breast-cancer / -abalone: random splits (default 5, 5, 1)")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from gpexplorer.likelihoods import (LIKELIHOODS, BernoulliLogit, BernoulliProbit, Gaussian, PointwiseLikelihood,
+from gpexplorer.likelihoods import (LIKELIHOODS, BernoulliLogit, BernoulliProbit, Binomial, Gaussian, PointwiseLikelihood,
                                     Poisson, RobustMax, Softmax, WarpedGaussian, expected_log_density, gauss_hermite,
                                     get_likelihood)
 from gpexplorer.parameters import Parameter
@@ -18,6 +18,7 @@ CASES = {
     "bernoulli_logit": BernoulliLogit,
     "bernoulli_probit": BernoulliProbit,
     "poisson": lambda: Poisson(offset=math.log(191 / 811), binsize=1.5),
+    "binomial": lambda: Binomial(trials=7),
     "softmax": lambda: Softmax(3),
     "robust_max": lambda: RobustMax(3, epsilon=0.05),
     "warped_gaussian": lambda: WarpedGaussian(variance=0.3, a=(0.8, 0.5, 1.2), b=(1.5, 0.7, 2.0), c=(-0.5, 0.3, 1.0)),
@@ -58,6 +59,8 @@ def test_density_normalises_over_y(name):
                 support = np.arange(int(lam + 40 * math.sqrt(lam) + 60))
             elif name in ("softmax", "robust_max"):
                 support = np.arange(lik.n_classes)
+            elif name == "binomial":
+                support = np.arange(lik.trials + 1.0)
             else:
                 support = np.array([0.0, 1.0])
             F = np.broadcast_to(f, (support.size, lik.n_latent))
@@ -382,7 +385,7 @@ def test_poisson_rate_is_the_lgcp_intensity():
 
 def test_registry_names_and_get_likelihood():
     assert list(LIKELIHOODS) == ["gaussian", "bernoulli_logit", "bernoulli_probit", "poisson", "softmax",
-                                 "warped_gaussian", "robust_max"]
+                                 "warped_gaussian", "robust_max", "binomial"]
     for name, cls in LIKELIHOODS.items():
         lik = get_likelihood(name.upper())
         assert type(lik) is cls and lik.name == name and issubclass(cls, PointwiseLikelihood)
@@ -399,3 +402,17 @@ def test_registry_names_and_get_likelihood():
         get_likelihood(inst, variance=2.0)
     with pytest.raises(ValueError, match="name or a PointwiseLikelihood"):
         get_likelihood(3)
+
+
+def test_binomial_against_scipy_and_its_refusals():
+    from scipy import stats
+    lik = Binomial(trials=9)
+    F = np.array([[-1.2], [0.3], [2.0]])
+    y = np.array([[0.0], [4.0], [9.0]])
+    assert np.allclose(lik.log_density(F, y), stats.binom(9, special.expit(F[:, 0])).logpmf(y[:, 0]))
+    with pytest.raises(ValueError, match="0..9"):
+        lik.validate([[10.0]])
+    with pytest.raises(ValueError, match="trials"):
+        Binomial(trials=0)
+    with pytest.raises(ValueError, match="trials"):
+        Binomial(trials=2.5)

@@ -4,13 +4,13 @@ variational inference (SAVIGP), their registry ``LIKELIHOODS`` / ``get_likelihoo
 and Gauss-Hermite expected log densities (``quadrature``) are exported here; the forward models'
 names are not (``Softmax`` here is the softmax *likelihood*)."""
 
-from gpexplorer.likelihoods.pointwise import (GPRN, KINDS, LIKELIHOODS, MULTI_OUTPUT_LIKELIHOODS, TYPED_LIKELIHOODS,
+from gpexplorer.likelihoods.pointwise import (GPRN, KINDS, Binomial, LIKELIHOODS, MULTI_OUTPUT_LIKELIHOODS, TYPED_LIKELIHOODS,
                                               BernoulliLogit, BernoulliProbit, ExpectedLogDensity, Gaussian,
                                               PointwiseLikelihood, Poisson, RobustMax, Softmax, WarpedGaussian,
                                               get_likelihood, register, unregister)
 from gpexplorer.likelihoods.quadrature import expected_log_density, gauss_hermite
 
-__all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "BernoulliLogit", "BernoulliProbit", "Poisson",
+__all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "BernoulliLogit", "BernoulliProbit", "Poisson", "Binomial",
            "Softmax", "RobustMax", "WarpedGaussian", "GPRN", "LIKELIHOODS", "MULTI_OUTPUT_LIKELIHOODS",
            "TYPED_LIKELIHOODS", "KINDS", "get_likelihood", "register", "unregister", "gauss_hermite",
            "expected_log_density"]

@@ -16,6 +16,7 @@ bernoulli_logit    expit(s f), s = 2y - 1, y in {0,1}/{-1,1}   1    -           
 bernoulli_probit   Phi(s f)                                   1    -                 probit variant
 poisson            Poisson(y; binsize exp(f + offset))        1    - (offset [0],    paper sec. 6 (LGCP),
                                                                    binsize [1])      spec savigp.md
+binomial           C(n, y) expit(f)^y expit(-f)^(n - y)       1    - (trials n [1])  revrand report 1.3
 softmax            exp(f_y) / sum_k exp(f_k), y in 0..K-1     K    - (n_classes [3]) paper sec. 6.2 (MNIST)
 robust_max         1 - eps at argmax f, else eps / (K - 1)    K    - (n_classes [3], thesis ch. 5 (MNIST),
                                                                    epsilon [1e-3])   GPflow MultiClass
@@ -45,6 +46,7 @@ import inspect
 
 from gpexplorer.likelihoods.pointwise_base import KINDS, ExpectedLogDensity, PointwiseLikelihood
 from gpexplorer.registry import Registry
+from gpexplorer.likelihoods.pointwise_binomial import Binomial
 from gpexplorer.likelihoods.pointwise_expression import ExpressionLikelihood
 from gpexplorer.likelihoods.pointwise_gprn import GPRN
 from gpexplorer.likelihoods.pointwise_robustmax import RobustMax
@@ -52,13 +54,13 @@ from gpexplorer.likelihoods.pointwise_warped import WarpedGaussian
 from gpexplorer.likelihoods.pointwise_zoo import Bernoulli, BernoulliLogit, BernoulliProbit, Gaussian, Poisson, Softmax
 
 __all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "Gaussian", "Bernoulli", "BernoulliLogit", "BernoulliProbit",
-           "Poisson", "Softmax", "RobustMax", "WarpedGaussian", "GPRN", "ExpressionLikelihood", "LIKELIHOODS",
+           "Poisson", "Binomial", "Softmax", "RobustMax", "WarpedGaussian", "GPRN", "ExpressionLikelihood", "LIKELIHOODS",
            "MULTI_OUTPUT_LIKELIHOODS", "TYPED_LIKELIHOODS", "KINDS", "get_likelihood", "register", "unregister"]
 
 #: single-output likelihoods: name -> class, filled by :func:`register` (each declares its
 #: ``name``, ``label``, ``kind`` and ``parameter_specs``; see :mod:`gpexplorer.registry`)
 LIKELIHOODS = Registry("likelihood", PointwiseLikelihood, (Gaussian, BernoulliLogit, BernoulliProbit, Poisson, Softmax,
-                                                           WarpedGaussian, RobustMax))
+                                                           WarpedGaussian, RobustMax, Binomial))
 register = LIKELIHOODS.register
 unregister = LIKELIHOODS.unregister
 

@@ -30,7 +30,7 @@ __all__ = ["PointwiseLikelihood", "ExpectedLogDensity", "check_class_labels", "d
            "MAX_PARAMETER", "KINDS"]
 
 #: what a likelihood's observations are (its ``kind``)
-KINDS = ("regression", "binary", "counts", "categorical")
+KINDS = ("regression", "binary", "counts", "bounded_counts", "categorical")
 
 LOG_2PI = math.log(2.0 * math.pi)
 #: a likelihood parameter is refused beyond this size (and a positive one below its inverse):

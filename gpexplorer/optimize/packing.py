@@ -105,8 +105,11 @@ def expand_fixed(model, fixed):
     if isinstance(fixed, str):
         fixed = (fixed,)
     names = set(model.parameters)
-    groups = {"kernel": set(model.kernel.param_names), "hyperparameters": set(model.kernel.param_names),
-              "inducing": set(feature_parameter_names(model))}
+    if hasattr(model, "parameter_groups"):
+        groups = model.parameter_groups()
+    else:
+        groups = {"kernel": set(model.kernel.param_names), "hyperparameters": set(model.kernel.param_names),
+                  "inducing": set(feature_parameter_names(model))}
     out = set()
     for f in fixed:
         if f in groups:
@@ -115,5 +118,5 @@ def expand_fixed(model, fixed):
             out.add(f)
         else:
             raise ValueError(f"cannot fix {f!r}: the model's parameters are {sorted(names)} "
-                             "(or the groups 'kernel'/'hyperparameters'/'inducing')")
+                             f"(or the groups {sorted(groups)})")
     return out

@@ -1,0 +1,135 @@
+"""The evidence of Bayesian linear regression on features and its gradients (revrand report
+eq. 12-18).
+
+Model: y = Phi w + e, w ~ N(0, Lambda), e ~ N(0, s2 I), Lambda = diag(lam) (eq. 12-13), so
+
+    log p(y) = log N(y | 0, K),  K = s2 I + Phi Lambda Phi^T                              (14)
+
+((14) prints Phi^T Lambda Phi.) Everything is computed on the scaled features Psi = Phi Lambda^{1/2},
+whose factorisations cannot fail for any positive lam and s2 (the matrices below have every
+eigenvalue >= 1; revrand's users met Cholesky failures factorising Lambda^{-1} + Phi^T Phi / s2):
+
+* D <= N, "weight form": B = I_D + Psi^T Psi / s2, log|K| = N log s2 + log|B|,
+  y^T K^-1 y = y^T y / s2 - |L_B^-1 Psi^T y|^2 / s2^2; cost N D^2 + D^3;
+* D > N, "data form": K = s2 (I_N + Psi Psi^T / s2); cost N^2 D + N^3.
+
+Posterior (eq. 15-17): C = Lambda^{1/2} B^-1 Lambda^{1/2} = (Lambda^-1 + Phi^T Phi / s2)^-1 and
+m = C Phi^T y / s2. Gradients, with alpha = K^-1 y and the whitened posterior (m~ = Lambda^{-1/2} m,
+C~ = B^-1):
+
+    dL/dPsi = alpha m~^T - K^-1 Psi = alpha m~^T - Psi C~ / s2,
+    dL/dPhi = dL/dPsi Lambda^{1/2},   dL/dlam_j = sum_n (dL/dPsi)_nj Psi_nj / (2 lam_j),
+    dL/ds2 = (alpha^T alpha - tr K^-1) / 2,   tr K^-1 = (N - D + tr C~) / s2.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import linalg as sla
+
+from gpexplorer.linalg import inv_from_cholesky
+
+__all__ = ["Evidence", "Predictive", "log_evidence", "weight_posterior"]
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+class Evidence(NamedTuple):
+    value: float  # log p(y)
+    dPhi: np.ndarray  # [N, D]
+    dlam: np.ndarray  # [D]
+    dnoise: float
+    weight_mean: np.ndarray  # m [D]
+    form: str  # "weight" or "data"
+
+
+def log_evidence(Phi, y, lam, s2, gradients=True) -> Evidence:
+    """log p(y) of eq. 14 and its gradients (module docstring); ``lam`` [D] weight variances."""
+    N, D = Phi.shape
+    root = np.sqrt(lam)
+    Psi = Phi * root
+    yy = float(y @ y)
+    if D <= N:
+        B = Psi.T @ Psi
+        B /= s2
+        B[np.diag_indices(D)] += 1.0
+        LB = sla.cholesky(B, lower=True, check_finite=False)
+        Psy = Psi.T @ y
+        c = sla.solve_triangular(LB, Psy, lower=True, check_finite=False) / s2
+        m_w = sla.solve_triangular(LB, c, lower=True, trans="T", check_finite=False)  # B^-1 Psi^T y / s2
+        value = -0.5 * (N * LOG_2PI + N * math.log(s2) + 2.0 * np.log(np.diag(LB)).sum() + yy / s2 - c @ c)
+        if not gradients:
+            return Evidence(value, None, None, None, root * m_w, "weight")
+        alpha = (y - Psi @ m_w) / s2
+        Ct = inv_from_cholesky(LB)
+        dPsi = np.outer(alpha, m_w)
+        dPsi -= (Psi @ Ct) / s2
+        tr_Kinv = (N - D + np.trace(Ct)) / s2
+    else:
+        Kt = Psi @ Psi.T
+        Kt /= s2
+        Kt[np.diag_indices(N)] += 1.0
+        LK = sla.cholesky(Kt, lower=True, check_finite=False)
+        alpha = sla.cho_solve((LK, True), y, check_finite=False) / s2
+        value = -0.5 * (N * LOG_2PI + N * math.log(s2) + 2.0 * np.log(np.diag(LK)).sum() + y @ alpha)
+        m_w = Psi.T @ alpha
+        if not gradients:
+            return Evidence(value, None, None, None, root * m_w, "data")
+        Kinv = inv_from_cholesky(LK) / s2
+        dPsi = np.outer(alpha, m_w)
+        dPsi -= Kinv @ Psi
+        tr_Kinv = np.trace(Kinv)
+    dlam = (dPsi * Psi).sum(0) / (2.0 * lam)
+    dnoise = 0.5 * (alpha @ alpha - tr_Kinv)
+    return Evidence(value, dPsi * root, dlam, dnoise, root * m_w, "weight" if D <= N else "data")
+
+
+def weight_posterior(Phi, y, lam, s2):
+    """(m [D], C [D, D]) of the weights (eq. 15): C = Lambda^{1/2} B^-1 Lambda^{1/2}."""
+    D = Phi.shape[1]
+    root = np.sqrt(lam)
+    Psi = Phi * root
+    B = Psi.T @ Psi
+    B /= s2
+    B[np.diag_indices(D)] += 1.0
+    LB = sla.cholesky(B, lower=True, check_finite=False)
+    Ct = sla.cho_solve((LB, True), np.eye(D), check_finite=False)
+    m = root * (Ct @ (Psi.T @ y)) / s2
+    return m, Ct * root[:, None] * root[None, :]
+
+
+class Predictive:
+    """p(f* | y) for new features P* [S, D] (eq. 15-17) in the cheaper of the two forms: with the
+    weights' posterior (D <= N) or, for D > N, through the data,
+    Var f* = |P* Lambda^{1/2}|^2 - |L_K^-1 Psi Lambda^{1/2} P*^T|^2 / s2, never forming a D x D matrix."""
+
+    def __init__(self, Phi, y, lam, s2):
+        N, D = Phi.shape
+        self.root, self.s2 = np.sqrt(lam), s2
+        self.form = "weight" if D <= N else "data"
+        if self.form == "weight":
+            self.mean_w, C = weight_posterior(Phi, y, lam, s2)
+            self.C = C
+        else:
+            self.Psi = Phi * self.root
+            Kt = self.Psi @ self.Psi.T
+            Kt /= s2
+            Kt[np.diag_indices(N)] += 1.0
+            self.LK = sla.cholesky(Kt, lower=True, check_finite=False)
+            alpha = sla.cho_solve((self.LK, True), y, check_finite=False) / s2
+            self.mean_w = self.root * (self.Psi.T @ alpha)
+
+    def __call__(self, P, full_cov=False):
+        """(E[f*], Var[f*] or Cov[f*])."""
+        mean = P @ self.mean_w
+        if self.form == "weight":
+            A = P @ self.C
+            cov = A @ P.T if full_cov else np.einsum("ij,ij->i", A, P)
+        else:
+            Ps = P * self.root  # [S, D]
+            V = sla.solve_triangular(self.LK, self.Psi @ Ps.T, lower=True, check_finite=False)  # [N, S]
+            cov = Ps @ Ps.T - V.T @ V / self.s2 if full_cov else (Ps * Ps).sum(1) - (V * V).sum(0) / self.s2
+        return mean, (cov if full_cov else np.maximum(cov, 0.0))

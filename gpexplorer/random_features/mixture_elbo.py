@@ -1,0 +1,109 @@
+"""The GLM's evidence lower bound on a mixture of diagonal Gaussians over the weights (revrand
+report eq. 19-27, corrected), term by term with gradients.
+
+q(w) = (1/K) sum_k N(w | m_k, diag psi_k) (21); prior N(0, Lambda), Lambda = diag(lam) (20). The
+bound (23) with the entropy bound (24) is
+
+    L = (1/K) sum_k sum_n E_{q_k}[log p(y_n | phi_n^T w)]                (expected log likelihood)
+      + (1/K) sum_k [log N(m_k | 0, Lambda) - 1/2 tr(Lambda^-1 Psi_k)]   (E_q log prior, (27))
+      - (1/K) sum_k log sum_j (1/K) N(m_k | m_j, Psi_k + Psi_j)          (entropy bound, (24))
+
+((27) misplaces a bracket; revrand's code drops the (1 - 1/K) log K the 1/K inside the log gives,
+so its reported bound is off by that constant.) Under q_k the latent f_n = phi_n^T w is Gaussian
+with mean mu_kn = phi_n^T m_k and variance v_kn = sum_d phi_nd^2 psi_kd, so each expected log
+likelihood is a one-dimensional integral:
+
+* ``estimator="quadrature"`` (default): Gauss-Hermite in f (:func:`gpexplorer.likelihoods.expected_log_density`),
+  deterministic; gradients through (mu, v): dm_k = Phi^T dmu_k, dpsi_k = (Phi^2)^T dv_k,
+  dPhi = sum_k [dmu_k m_k^T + 2 Phi * (dv_k psi_k^T)];
+* ``estimator="monte_carlo"``: the report's reparameterised samples w = m_k + sqrt(psi_k) * eps (26),
+  L draws per component, dm_k = (1/L) sum_l Phi^T g_kl, dpsi_k = (1/L) sum_l (Phi^T g_kl) * eps_kl / (2 sqrt psi_k),
+  dPhi = (1/L) sum_kl g_kl w_kl^T with g = d log p / d f.
+
+A minibatch B of the N points scales the likelihood term and all its gradients, including the
+basis' and likelihood's hyperparameters', by N/|B| (report eq. 6; revrand omits the factor for
+the hyperparameters).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from gpexplorer.likelihoods import expected_log_density
+
+__all__ = ["entropy_bound", "expected_log_prior", "expected_log_likelihood", "LOG_2PI", "ESTIMATORS"]
+
+LOG_2PI = math.log(2.0 * math.pi)
+ESTIMATORS = ("quadrature", "monte_carlo")
+
+
+def entropy_bound(means, variances):
+    """(H_lb, dH/dmeans [K, D], dH/dvariances [K, D]) of eq. 24; O(K^2 D)."""
+    K = means.shape[0]
+    delta = means[:, None, :] - means[None, :, :]  # [K, K, D]: m_k - m_j
+    S = variances[:, None, :] + variances[None, :, :]
+    z = -0.5 * (np.log(S).sum(-1) + (delta * delta / S).sum(-1) + means.shape[1] * LOG_2PI)  # log N(m_k | m_j, S_kj)
+    lse = special.logsumexp(z, axis=1)
+    value = -float(np.mean(lse)) + math.log(K)
+    Rw = -np.exp(z - lse[:, None]) / K  # dH/dz_kj
+    T = Rw[:, :, None] * (-delta / S)  # dH through m_k of z_kj
+    dmeans = T.sum(1) - T.sum(0)
+    U = Rw[:, :, None] * 0.5 * (delta * delta / S - 1.0) / S
+    dvars = U.sum(1) + U.sum(0)
+    return value, dmeans, dvars
+
+
+def expected_log_prior(means, variances, lam):
+    """(value, d/dmeans, d/dvariances, d/dlam [D]) of (1/K) sum_k E_{q_k} log N(w | 0, diag lam)."""
+    K, D = means.shape
+    second = (means * means + variances).mean(0)  # (1/K) sum_k (m_k^2 + psi_k)
+    value = -0.5 * (D * LOG_2PI + np.log(lam).sum() + (second / lam).sum())
+    return value, -means / (K * lam), np.broadcast_to(-0.5 / (K * lam), means.shape).copy(), \
+        0.5 * second / (lam * lam) - 0.5 / lam
+
+
+def expected_log_likelihood(likelihood, Phi, Y, means, variances, *, estimator="quadrature", scale=1.0,
+                            n_points=20, eps=None, gradients=True):
+    """scale (1/K) sum_k sum_n E_{q_k} log p(y_n | f_n) over the rows of Phi, with gradients
+    (module docstring): (value, dmeans, dvariances, dPhi, {likelihood parameter: derivative}).
+
+    ``eps`` [K, L, D]: the standard normal draws of the Monte Carlo estimator."""
+    K = means.shape[0]
+    c = scale / K
+    if estimator == "quadrature":
+        mu = Phi @ means.T  # [n, K]
+        Phi2 = Phi * Phi
+        v = np.maximum(Phi2 @ variances.T, 1e-300)
+        n = Phi.shape[0]
+        YK = np.tile(Y, (K, 1))
+        ed = expected_log_density(likelihood, mu.T.reshape(-1, 1), v.T.reshape(-1, 1), YK, n_points=n_points)
+        value = c * float(ed.value.sum())
+        if not gradients:
+            return value, None, None, None, None
+        dmu = c * ed.dmean[:, 0].reshape(K, n)  # [K, n]
+        dv = c * ed.dvar[:, 0].reshape(K, n)
+        dmeans = dmu @ Phi
+        dvars = dv @ Phi2
+        dPhi = dmu.T @ means + 2.0 * Phi * (dv.T @ variances)
+        dparams = {k: c * float(np.sum(g)) for k, g in ed.dparams.items()}
+        return value, dmeans, dvars, dPhi, dparams
+    if estimator != "monte_carlo":
+        raise ValueError(f"estimator must be one of {ESTIMATORS}; got {estimator!r}")
+    L = eps.shape[1]
+    sd = np.sqrt(variances)
+    W = (means[:, None, :] + sd[:, None, :] * eps).reshape(K * L, -1)  # [KL, D]
+    F = W @ Phi.T  # [KL, n]
+    lp, slope, dpar = likelihood.log_density_terms(F[..., None], Y[:, 0], slope=gradients, params=gradients)
+    value = c * float(lp.sum()) / L
+    if not gradients:
+        return value, None, None, None, None
+    G = (c / L) * slope[..., 0]  # [KL, n]
+    GPhi = (G @ Phi).reshape(K, L, -1)
+    dmeans = GPhi.sum(1)
+    dvars = (GPhi * eps).sum(1) / (2.0 * sd)
+    dPhi = G.T @ W
+    dparams = {k: (c / L) * float(np.sum(g)) for k, g in dpar.items()}
+    return value, dmeans, dvars, dPhi, dparams
