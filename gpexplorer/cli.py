@@ -23,9 +23,9 @@
                          [--quick] [--seed S] [--max-iter N] [--num-inducing M] [--scheduler ADDRESS]
                          [--workers N] [--out DIR]
                                                   thesis ch. 5 (convolutional GPs) beside its numbers
-    gpexplorer reproduce revrand-boston|revrand-usps|revrand-kernels [--quick] [--seed S] [--max-iter N]
+    gpexplorer reproduce revrand-boston|revrand-usps|revrand-kernels|revrand-abalone [--quick] [--seed S] [--max-iter N]
                          [--scheduler ADDRESS] [--workers N] [--out DIR]
-                                                  revrand report Tables 2-3 and fig. 1 beside its numbers
+                                                  revrand report Tables 2-4 and fig. 1 beside its numbers
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ SAVIGP = ("savigp-boston", "savigp-abalone", "savigp-coal", "savigp-breast-cance
 #: n_workers, out) -> result`` and ``format_report(result) -> str``
 CONVOLUTIONAL = {"conv-rectangles": "conv_rectangles", "conv-mnist01": "conv_mnist01", "conv-theory": "conv_theory",
                  "conv-mnist10": "conv_mnist10", "conv-fashion": "conv_fashion", "conv-colour": "conv_colour"}
-REVRAND = {"revrand-boston": "revrand_boston", "revrand-usps": "revrand_usps", "revrand-kernels": "revrand_kernels"}
+REVRAND = {"revrand-boston": "revrand_boston", "revrand-usps": "revrand_usps", "revrand-kernels": "revrand_kernels",
+           "revrand-abalone": "revrand_abalone"}
 MODULE_EXPERIMENTS = {**CONVOLUTIONAL, **REVRAND}
 
 

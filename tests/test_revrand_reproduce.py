@@ -93,3 +93,16 @@ def test_boston_through_the_command_line(tmp_path, monkeypatch):
         assert summary[model]["r2"] == pytest.approx(np.mean([r["r2"] for r in mine]))
         assert 0.5 < summary[model]["r2"] < 1.0 and summary[model]["msll"] < 0
     assert list(saved["claims"].values()) == list(revrand_boston.claims(summary).values())
+
+
+def test_abalone_rows_and_claims(tmp_path):
+    pytest.importorskip("dask.distributed")
+    from gpexplorer.experiments import revrand_abalone
+    result = revrand_abalone.run(quick=True, out=tmp_path, **DASK)
+    sizes = result["setup"]["sizes"]
+    at = {(r["method"], r["size"]): r for r in result["rows"]}
+    assert set(at) == {(m, s) for m in revrand_abalone.METHODS for s in sizes}
+    assert all(0 < r["smse"] < 1.5 for r in result["rows"])
+    assert at[("SoR", sizes[0])]["smse"] == pytest.approx(at[("DTC", sizes[0])]["smse"])  # one mean, two variances
+    assert list(result["claims"].values()) == list(revrand_abalone.claims(result["rows"], sizes).values())
+    assert "SARCOS is not here" in revrand_abalone.format_report(result)

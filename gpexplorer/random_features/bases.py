@@ -86,7 +86,7 @@ class Basis:
     def _check(self, name, value):
         spec = self._specs[name]
         old = self._values[name]
-        arr = np.asarray(value, dtype=float)
+        arr = as_float_array(name, value)
         if arr.shape != np.shape(old) and not (arr.size == 1 and np.ndim(old) == 0):
             raise ValueError(f"{name} must have shape {np.shape(old)}; got {arr.shape}")
         if not np.all(np.isfinite(arr)):

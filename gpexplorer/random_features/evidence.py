@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg as sla
 
-from gpexplorer.linalg import inv_from_cholesky
+from gpexplorer.linalg import CholeskyError, inv_from_cholesky
 
 __all__ = ["Evidence", "Predictive", "log_evidence", "weight_posterior"]
 
@@ -56,7 +56,7 @@ def log_evidence(Phi, y, lam, s2, gradients=True) -> Evidence:
         B = Psi.T @ Psi
         B /= s2
         B[np.diag_indices(D)] += 1.0
-        LB = sla.cholesky(B, lower=True, check_finite=False)
+        LB = _cholesky(B, Phi)
         Psy = Psi.T @ y
         c = sla.solve_triangular(LB, Psy, lower=True, check_finite=False) / s2
         m_w = sla.solve_triangular(LB, c, lower=True, trans="T", check_finite=False)  # B^-1 Psi^T y / s2
@@ -72,7 +72,7 @@ def log_evidence(Phi, y, lam, s2, gradients=True) -> Evidence:
         Kt = Psi @ Psi.T
         Kt /= s2
         Kt[np.diag_indices(N)] += 1.0
-        LK = sla.cholesky(Kt, lower=True, check_finite=False)
+        LK = _cholesky(Kt, Phi)
         alpha = sla.cho_solve((LK, True), y, check_finite=False) / s2
         value = -0.5 * (N * LOG_2PI + N * math.log(s2) + 2.0 * np.log(np.diag(LK)).sum() + y @ alpha)
         m_w = Psi.T @ alpha
@@ -87,6 +87,17 @@ def log_evidence(Phi, y, lam, s2, gradients=True) -> Evidence:
     return Evidence(value, dPsi * root, dlam, dnoise, root * m_w, "weight" if D <= N else "data")
 
 
+def _cholesky(A, Phi):
+    """The factor of I + (scaled Gram matrix), or a CholeskyError naming the inputs: exact arithmetic
+    keeps every eigenvalue >= 1, but features of enormous magnitude swamp the identity in float64."""
+    try:
+        return sla.cholesky(A, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise CholeskyError(f"the evidence's Gram matrix is not numerically positive definite: the features reach "
+                            f"{np.max(np.abs(Phi)):.3g} in magnitude (standardise X, or bound the weight variance "
+                            "and the lengthscales)") from None
+
+
 def weight_posterior(Phi, y, lam, s2):
     """(m [D], C [D, D]) of the weights (eq. 15): C = Lambda^{1/2} B^-1 Lambda^{1/2}."""
     D = Phi.shape[1]
@@ -95,8 +106,7 @@ def weight_posterior(Phi, y, lam, s2):
     B = Psi.T @ Psi
     B /= s2
     B[np.diag_indices(D)] += 1.0
-    LB = sla.cholesky(B, lower=True, check_finite=False)
-    Ct = sla.cho_solve((LB, True), np.eye(D), check_finite=False)
+    Ct = inv_from_cholesky(_cholesky(B, Phi))
     m = root * (Ct @ (Psi.T @ y)) / s2
     return m, Ct * root[:, None] * root[None, :]
 
@@ -118,7 +128,7 @@ class Predictive:
             Kt = self.Psi @ self.Psi.T
             Kt /= s2
             Kt[np.diag_indices(N)] += 1.0
-            self.LK = sla.cholesky(Kt, lower=True, check_finite=False)
+            self.LK = _cholesky(Kt, Phi)
             alpha = sla.cho_solve((self.LK, True), y, check_finite=False) / s2
             self.mean_w = self.root * (self.Psi.T @ alpha)
 

@@ -10,9 +10,12 @@ likelihood's parameters).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpexplorer import validation
+from gpexplorer.optimize import snapshot
 from gpexplorer.parameters import POSITIVE_RANGE, Parameter, bounded_specs
 from gpexplorer.random_features.bases import Basis
 from gpexplorer.random_features.catalogue import basis as named_basis
@@ -46,7 +49,7 @@ class FeatureModel:
                                 "use fewer data points or features")
         self._weight_bounds = POSITIVE_RANGE
         self._own_specs = {}
-        wv = validation.positive(WEIGHT_VARIANCE, weight_variance, allow_array=True)
+        wv = self.checked_variance(WEIGHT_VARIANCE, weight_variance, self._weight_bounds, allow_array=True)
         n_blocks = len(sizes)
         if np.ndim(wv) == 0:
             wv = float(wv) if n_blocks == 1 else np.full(n_blocks, float(wv))
@@ -103,7 +106,8 @@ class FeatureModel:
         values = dict(values)
         own = {k: values.pop(k) for k in list(values) if k in self._own_parameters()}
         if WEIGHT_VARIANCE in values:
-            wv = validation.positive(WEIGHT_VARIANCE, values.pop(WEIGHT_VARIANCE), allow_array=True)
+            wv = self.checked_variance(WEIGHT_VARIANCE, values.pop(WEIGHT_VARIANCE), self._weight_bounds,
+                                       allow_array=True)
             if np.shape(wv) != np.shape(self.weight_variance) and not (np.size(wv) == 1 and np.ndim(self.weight_variance) == 0):
                 raise ValueError(f"weight_variance must have shape {np.shape(self.weight_variance)}; got {np.shape(wv)}")
             self.weight_variance = float(np.reshape(wv, ())) if np.ndim(self.weight_variance) == 0 else np.array(wv)
@@ -112,6 +116,12 @@ class FeatureModel:
         if own:
             self._set_own(own)
         return self
+
+    @staticmethod
+    def checked_variance(name, value, bounds, allow_array=False):
+        """A positive variance inside its parameter box (the range the evidence survives in float64)."""
+        v = validation.positive(name, value, allow_array=allow_array)
+        return validation.positive_bounded(name, v, *bounds)
 
     # features and prior -------------------------------------------------------------------------
     def prior_variances(self) -> np.ndarray:
@@ -136,3 +146,41 @@ class FeatureModel:
     def prediction_features(self, Xnew):
         Xnew = validation.prediction_inputs(Xnew, self.X.shape[1])
         return self.basis(Xnew)
+
+    # random starts --------------------------------------------------------------------------------
+    def screen_starts(self, n, rng, names, evaluate, distribution=None):
+        """Evaluate ``evaluate()`` (higher is better) at the current parameters and at ``n`` random
+        draws of ``names`` (``distribution[name](rng)`` where given, else a positive parameter times
+        exp(N(0, 1)), a real one plus N(0, 1) (|v| + 1); positive draws clipped into their box); leave
+        the model at the best
+        (revrand's random starts). A draw whose evaluation fails counts as -inf."""
+        specs = self.parameter_specs
+        current = snapshot(self.parameters)
+        best, best_value = current, _safe(evaluate)
+        for _ in range(n):
+            draw = {}
+            for name in names:
+                v, spec = np.asarray(current[name], dtype=float), specs[name]
+                if distribution and name in distribution:
+                    moved = np.asarray(distribution[name](rng), dtype=float)
+                elif spec.is_log:
+                    moved = v * np.exp(rng.normal(size=v.shape))
+                else:
+                    moved = v + rng.normal(size=v.shape) * (np.abs(v) + 1)
+                if spec.is_log:  # a draw outside the box starts at its edge
+                    moved = np.clip(moved, spec.lower, spec.upper)
+                draw[name] = float(moved) if moved.ndim == 0 else moved
+            self.set_parameters(**draw)
+            value = _safe(evaluate)
+            if value > best_value:
+                best, best_value = snapshot(self.parameters), value
+        self.set_parameters(**best)
+        return best_value
+
+
+def _safe(evaluate):
+    try:
+        value = evaluate()
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return -math.inf
+    return value if math.isfinite(value) else -math.inf

@@ -199,35 +199,8 @@ class GeneralizedLinearModel(FeatureModel):
         return TraceEntry(t, -value, terms, snapshot(params))
 
     def _best_random_start(self, n, rng, frozen, distribution):
-        specs = self.parameter_specs
-        names = [k for k in self.basis.parameters if k not in frozen]
-        names += [k for k in (WEIGHT_VARIANCE, *[p for p in self.parameters if p.startswith(LIK_PREFIX)])
-                  if k not in frozen]
-        current = snapshot(self.parameters)
-        best, best_value = current, self._safe_bound()
-        for _ in range(n):
-            draw = {}
-            for name in names:
-                if distribution and name in distribution:
-                    draw[name] = distribution[name](rng)
-                    continue
-                v = np.asarray(current[name], dtype=float)
-                spec = specs[name]
-                moved = np.clip(v * np.exp(rng.normal(size=v.shape)), spec.lower, spec.upper) if spec.is_log \
-                    else v + rng.normal(size=v.shape) * (np.abs(v) + 1)
-                draw[name] = float(moved) if moved.ndim == 0 else moved
-            self.set_parameters(**draw)
-            value = self._safe_bound()
-            if value > best_value:
-                best, best_value = snapshot(self.parameters), value
-        self.set_parameters(**best)
-
-    def _safe_bound(self):
-        try:
-            value = self.bound()
-        except (np.linalg.LinAlgError, FloatingPointError, ValueError):
-            return -math.inf
-        return value if math.isfinite(value) else -math.inf
+        names = [k for k in self.parameters if k not in frozen and k not in (Q_MEAN, Q_VARIANCE)]
+        self.screen_starts(n, rng, names, self.bound, distribution)
 
     # predictions ----------------------------------------------------------------------------------
     def latent_moments(self, Xnew):

@@ -49,8 +49,8 @@ class StandardLinearModel(FeatureModel):
         X, y = validation.validate_data(X, y)
         super().__init__(X, basis, weight_variance)
         self.y = y
-        self.noise_variance = validation.positive(NOISE, noise_variance, allow_array=False)
         self._noise_spec = Parameter(NOISE)
+        self.noise_variance = self.checked_variance(NOISE, noise_variance, (self._noise_spec.lower, self._noise_spec.upper))
         self._posterior = None
 
     # parameters ---------------------------------------------------------------------------------
@@ -61,7 +61,8 @@ class StandardLinearModel(FeatureModel):
         return {NOISE: self._own_specs.get(NOISE, self._noise_spec)}
 
     def _set_own(self, values):
-        self.noise_variance = validation.positive(NOISE, values[NOISE], allow_array=False)
+        spec = self._own_specs_now()[NOISE]
+        self.noise_variance = self.checked_variance(NOISE, values[NOISE], (spec.lower, spec.upper))
 
     @property
     def evaluation_work(self):
@@ -108,35 +109,7 @@ class StandardLinearModel(FeatureModel):
     def _best_random_start(self, n, seed, distribution, fixed):
         rng = np.random.default_rng(validation.seed(seed) if seed is not None else None)
         frozen = expand_fixed(self, fixed)
-        specs = self.parameter_specs
-        best, best_value = snapshot(self.parameters), self._safe_evidence()
-        start = snapshot(self.parameters)
-        for _ in range(n):
-            draw = {}
-            for name, v in start.items():
-                if name in frozen:
-                    continue
-                if distribution and name in distribution:
-                    draw[name] = distribution[name](rng)
-                    continue
-                v = np.asarray(v, dtype=float)
-                spec = specs[name]
-                moved = v * np.exp(rng.normal(size=v.shape)) if spec.is_log else v + rng.normal(size=v.shape) * (np.abs(v) + 1)
-                if spec.is_log:
-                    moved = np.clip(moved, spec.lower, spec.upper)
-                draw[name] = float(moved) if moved.ndim == 0 else moved
-            self.set_parameters(**draw)
-            value = self._safe_evidence()
-            if value > best_value:
-                best, best_value = snapshot(self.parameters), value
-        self.set_parameters(**best)
-
-    def _safe_evidence(self):
-        try:
-            value = self.log_evidence()
-        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
-            return -math.inf
-        return value if math.isfinite(value) else -math.inf
+        self.screen_starts(n, rng, [k for k in self.parameters if k not in frozen], self.log_evidence, distribution)
 
     # the posterior and predictions ------------------------------------------------------------------
     def _predictive(self):

@@ -18,7 +18,8 @@ likelihood is a one-dimensional integral:
   dPhi = sum_k [dmu_k m_k^T + 2 Phi * (dv_k psi_k^T)];
 * ``estimator="monte_carlo"``: the report's reparameterised samples w = m_k + sqrt(psi_k) * eps (26),
   L draws per component, dm_k = (1/L) sum_l Phi^T g_kl, dpsi_k = (1/L) sum_l (Phi^T g_kl) * eps_kl / (2 sqrt psi_k),
-  dPhi = (1/L) sum_kl g_kl w_kl^T with g = d log p / d f.
+  dPhi = (1/L) sum_kl g_kl w_kl^T with g = d log p / d f; computed per component without forming
+  the [K L, D] draws w (phi_n^T w_kl = mu_kn + eps_kl^T (sqrt(psi_k) * phi_n)).
 
 A minibatch B of the N points scales the likelihood term and all its gradients, including the
 basis' and likelihood's hyperparameters', by N/|B| (report eq. 6; revrand omits the factor for
@@ -88,22 +89,30 @@ def expected_log_likelihood(likelihood, Phi, Y, means, variances, *, estimator="
         dmeans = dmu @ Phi
         dvars = dv @ Phi2
         dPhi = dmu.T @ means + 2.0 * Phi * (dv.T @ variances)
-        dparams = {k: c * float(np.sum(g)) for k, g in ed.dparams.items()}
+        dparams = {k: c * _summed(g, 1) for k, g in ed.dparams.items()}
         return value, dmeans, dvars, dPhi, dparams
     if estimator != "monte_carlo":
         raise ValueError(f"estimator must be one of {ESTIMATORS}; got {estimator!r}")
     L = eps.shape[1]
     sd = np.sqrt(variances)
-    W = (means[:, None, :] + sd[:, None, :] * eps).reshape(K * L, -1)  # [KL, D]
-    F = W @ Phi.T  # [KL, n]
+    sdPhi = sd[:, None, :] * Phi[None, :, :]  # [K, n, D]
+    F = (Phi @ means.T).T[:, None, :] + eps @ sdPhi.transpose(0, 2, 1)  # [K, L, n]: phi_n^T w_kl, no [K, L, D] w
     lp, slope, dpar = likelihood.log_density_terms(F[..., None], Y[:, 0], slope=gradients, params=gradients)
     value = c * float(lp.sum()) / L
     if not gradients:
         return value, None, None, None, None
-    G = (c / L) * slope[..., 0]  # [KL, n]
-    GPhi = (G @ Phi).reshape(K, L, -1)
-    dmeans = GPhi.sum(1)
-    dvars = (GPhi * eps).sum(1) / (2.0 * sd)
-    dPhi = G.T @ W
-    dparams = {k: (c / L) * float(np.sum(g)) for k, g in dpar.items()}
+    G = (c / L) * slope[..., 0]  # [K, L, n]
+    Gsum = G.sum(1)  # [K, n]
+    dmeans = Gsum @ Phi
+    GE = G.transpose(0, 2, 1) @ eps  # [K, n, D]: sum_l g_kln eps_kl
+    dvars = 0.5 * (GE * Phi[None]).sum(1) / sd
+    dPhi = Gsum.T @ means + (GE * sd[:, None, :]).sum(0)
+    dparams = {k: (c / L) * _summed(g, 3) for k, g in dpar.items()}
     return value, dmeans, dvars, dPhi, dparams
+
+
+def _summed(g, lead):
+    """A likelihood parameter's derivative summed over the ``lead`` data/sample axes: a float for a
+    scalar parameter, an array for an array one (the warped GP's a, b, c)."""
+    total = np.sum(g, axis=tuple(range(lead)))
+    return float(total) if np.ndim(total) == 0 else total

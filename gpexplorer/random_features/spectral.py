@@ -48,6 +48,7 @@ import numpy as np
 from gpexplorer import validation
 from gpexplorer.parameters import Parameter
 from gpexplorer.random_features.bases import Basis, lengthscale_parameter
+from gpexplorer.validation.arrays import as_float_array
 
 __all__ = ["RandomFourierBasis", "SPECTRAL_DENSITIES", "spectral_draws", "orthogonal_draws", "stationary_kernel"]
 
@@ -147,7 +148,7 @@ class RandomFourierBasis(Basis):
         rng = np.random.default_rng(self.seed)
         self._base = spectral_draws(kernel, self.n_frequencies, self.active_dim, rng)  # [m, d]
         self._base.setflags(write=False)
-        ls = np.asarray(lengthscale, dtype=float)
+        ls = as_float_array("lengthscale", lengthscale)
         if ls.ndim > 1 or (ls.ndim == 1 and ls.shape[0] != self.active_dim):
             raise ValueError(f"lengthscale must be a scalar or have {self.active_dim} entries (one per "
                              f"selected input column); got shape {ls.shape}")
