@@ -102,9 +102,14 @@ class FeatureModel:
                 self._own_specs[name] = specs[name]
         return self
 
+    def _own_names(self):
+        """The names of the subclass' own parameters (without copying their values)."""
+        return self._own_parameters().keys()
+
     def set_parameters(self, **values):
         values = dict(values)
-        own = {k: values.pop(k) for k in list(values) if k in self._own_parameters()}
+        names = self._own_names()
+        own = {k: values.pop(k) for k in list(values) if k in names}
         if WEIGHT_VARIANCE in values:
             wv = self.checked_variance(WEIGHT_VARIANCE, values.pop(WEIGHT_VARIANCE), self._weight_bounds,
                                        allow_array=True)

@@ -80,6 +80,9 @@ class GeneralizedLinearModel(FeatureModel):
         p.update({LIK_PREFIX + k: v for k, v in self.likelihood.parameters.items()})
         return p
 
+    def _own_names(self):
+        return {Q_MEAN, Q_VARIANCE, *(LIK_PREFIX + k for k in self.likelihood.param_layout)}
+
     def _own_specs_now(self):
         specs = {Q_MEAN: Parameter.real(Q_MEAN), Q_VARIANCE: Parameter(Q_VARIANCE, 1e-12, 1e12)}
         specs.update({LIK_PREFIX + k: s.renamed(LIK_PREFIX + k) for k, s in self.likelihood.parameter_specs.items()})

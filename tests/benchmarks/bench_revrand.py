@@ -1,0 +1,203 @@
+"""gpexplorer's random-feature models against the original revrand 1.0 (issue 27), side by side.
+
+revrand runs in its own venv (``/work/peers/revrand``: see its SETUP.md) behind
+``peer_timings.py --serve``, which builds each case once and times one call per request where
+it runs (the pipe is not counted). Both sides get the same number of timed calls, alternating
+single calls (:mod:`equal_timing`), one BLAS thread each; min and median per side.
+
+Cases (the report's sizes; revrand's timed function is named in the peer's ``describe``):
+
+* ``slm_boston``: the evidence and its gradient, Boston fold (404 x 13), 400 RBF frequencies with
+  ARD lengthscales + a linear basis with a constant column (814 columns);
+* ``glm_boston_step``: one minibatch Adam step of the GLM (200 RBF columns + linear, K = 10,
+  20 samples, batch 10, Gaussian likelihood), ours with the report's estimator (Monte Carlo) and
+  with our default (quadrature);
+* ``glm_usps_step``: the same on USPS 3 vs 5 (767 x 256, 1,600 columns, isotropic lengthscale,
+  50 samples, Bernoulli-logit).
+
+Ours only: the Boston SLM fit as the report runs it (100 random starts, then L-BFGS-B); features
+for N = 10^6 points in 10 dimensions with 2,000 columns (in chunks of 50,000 rows: the whole
+[10^6, 2000] array is 16 GB); Fastfood against dense RFF at input dimension 1,000.
+
+    python tests/benchmarks/bench_revrand.py [--calls 20] [--json out.json] [--no-peer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
+
+import numpy as np  # noqa: E402
+from equal_timing import alternate, loadavg, local, ratios, summary  # noqa: E402
+
+from gpexplorer import _threads  # noqa: E402
+from gpexplorer.datasets import boston, usps_3vs5  # noqa: E402
+from gpexplorer.random_features import GeneralizedLinearModel, StandardLinearModel, basis  # noqa: E402
+
+PEER = ["/work/peers/revrand/venv/bin/python", "-W", "ignore", "/work/peers/revrand/peer_timings.py", "--serve"]
+
+
+class RevrandPeer:
+    """The revrand process: one timed call per request, timed where it runs."""
+
+    def __init__(self, command):
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        self.p = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                  env=env)
+        ready = self.p.stdout.readline()
+        if not ready.startswith("READY"):
+            raise RuntimeError(f"revrand peer did not start: {ready!r}")
+
+    def ask(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        out = self.p.stdout.readline().strip()
+        if out.startswith("ERROR"):
+            raise RuntimeError(out)
+        return out
+
+    def side(self, case):
+        return lambda i: 1e3 * float(self.ask(case))
+
+    def close(self):
+        self.p.stdin.write("quit\n")
+        self.p.stdin.flush()
+        self.p.wait(timeout=30)
+
+
+def boston_train():
+    ds = boston()
+    X, y = np.asarray(ds.X, dtype=float), np.ravel(ds.y).astype(float)
+    rows = np.random.default_rng(100).permutation(len(y))[:404]
+    X, y = X[rows], y[rows]
+    return (X - X.mean(0)) / X.std(0), y - y.mean()
+
+
+def our_slm():
+    X, y = boston_train()
+    b = basis("rbf", 13, 800, lengthscale=np.linspace(1, 20, 13), seed=0) + basis("linear", 13) + basis("bias", 13)
+    m = StandardLinearModel(X, y, b, weight_variance=[3.3, 5.5, 5.5], noise_variance=0.78)
+    ls = m.parameters["0.lengthscale"]
+
+    def call(i):  # a new lengthscale each call, so the features are recomputed as in a fit
+        m.set_parameters(**{"0.lengthscale": ls * (1 + 1e-6 * (i % 7))})
+        m.objective_and_gradient()
+    return call
+
+
+def our_glm_step(X, y, b, likelihood, samples, estimator):
+    m = GeneralizedLinearModel(X, y, b, likelihood, 10, estimator=estimator, n_samples=samples, seed=0)
+    m.fit(max_iter=3, batch_size=10)
+    rng = np.random.default_rng(0)
+    N = X.shape[0]
+    params = m.parameters
+
+    def call(i):  # the body of one step of fit(): assign the parameters, a minibatch bound and its gradient
+        m.set_parameters(**params)
+        m.elbo(rng.choice(N, size=10, replace=False))
+    return call
+
+
+def glm_cases():
+    X, y = boston_train()
+    bos = basis("rbf", 13, 200, lengthscale=np.ones(13)) + basis("linear", 13) + basis("bias", 13)
+    d = usps_3vs5()
+    Xu, yu = np.asarray(d.X, dtype=float), np.ravel(d.y)
+    usps = basis("rbf", 256, 1600, lengthscale=5.0)
+    return {"glm_boston_step": [(X, y, bos, "gaussian", 20)], "glm_usps_step": [(Xu, yu, usps, "bernoulli_logit", 50)]}
+
+
+def full_step_ms(X, y, b, likelihood, samples, estimator, steps=200):
+    """A whole fit() step (parameter packing, minibatch, bound, gradient, Adam update), averaged."""
+    m = GeneralizedLinearModel(X, y, b, likelihood, 10, estimator=estimator, n_samples=samples, seed=0)
+    m.fit(max_iter=5, batch_size=10)
+    t0 = time.perf_counter()
+    m.fit(max_iter=steps, batch_size=10, trace_every=10 ** 9)
+    return 1e3 * (time.perf_counter() - t0) / steps
+
+
+def slm_fit_seconds():
+    from gpexplorer.experiments.revrand_boston import _priors
+    X, y = boston_train()
+    b = basis("rbf", 13, 800, lengthscale=np.ones(13), seed=0) + basis("linear", 13)
+    m = StandardLinearModel(X, y, b)
+    t0 = time.perf_counter()
+    result = m.fit(random_starts=100, seed=0, start_distribution=_priors(13, 2))
+    return time.perf_counter() - t0, result.n_eval
+
+
+def features_seconds(N=1_000_000, d=10, columns=2000, chunk=50_000):
+    b = basis("rbf", d, columns, lengthscale=1.0)
+    X = np.random.default_rng(0).standard_normal((chunk, d))
+    b(X[:10])
+    t0 = time.perf_counter()
+    for _ in range(N // chunk):
+        b(X)
+    return time.perf_counter() - t0
+
+
+def fastfood_vs_dense(calls, N=5000, d=1000, columns=(2000, 8000)):
+    X = np.random.default_rng(0).standard_normal((N, d))
+    out = {}
+    for n in columns:
+        ff, dense = basis("fastfood_rbf", d, n, lengthscale=30.0), basis("rbf", d, n, lengthscale=30.0)
+        W = dense.frequencies.T  # [d, m]: the dense projection alone
+        times = alternate({"fastfood": local(lambda i: ff(X)), "dense": local(lambda i: dense(X)),
+                           "fastfood projection": local(lambda i: ff.projections(X)),
+                           "dense projection": local(lambda i: X @ W)}, calls)
+        out[n] = {k: summary(v) for k, v in times.items()}
+        out[n]["speedup"] = ratios(times, "dense", "fastfood")
+        out[n]["projection speedup"] = ratios(times, "dense projection", "fastfood projection")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--no-peer", action="store_true", help="ours only (no revrand venv here)")
+    a = ap.parse_args(argv)
+    report = {"load_start": loadavg()}
+    with _threads.single_threaded():
+        peer = None if a.no_peer else RevrandPeer(PEER)
+        cases = {"slm_boston": {"ours": local(our_slm())}}
+        for name, [(X, y, b, lik, S)] in glm_cases().items():
+            cases[name] = {"ours (monte carlo)": local(our_glm_step(X, y, b, lik, S, "monte_carlo")),
+                           "ours (quadrature)": local(our_glm_step(X, y, b, lik, S, "quadrature"))}
+        for name, sides in cases.items():
+            if peer is not None:
+                sides["revrand"] = peer.side(name)
+            times = alternate(sides, a.calls)
+            report[name] = {k: summary(v) for k, v in times.items()}
+            if peer is not None:
+                report[name]["speedup"] = {k: ratios(times, "revrand", k) for k in sides if k != "revrand"}
+            print(name, json.dumps(report[name]), flush=True)
+        if peer is not None:
+            report["revrand_cases"] = {n: json.loads(peer.ask(f"describe {n}"))["timed"] for n in cases}
+            peer.close()
+        for name, [(X, y, b, lik, S)] in glm_cases().items():
+            report[name + "_full_step_ms"] = {e: full_step_ms(X, y, b, lik, S, e) for e in ("monte_carlo", "quadrature")}
+            print(name, "whole step ms", report[name + "_full_step_ms"], flush=True)
+        seconds, evals = slm_fit_seconds()
+        report["slm_boston_fit"] = {"seconds": seconds, "evaluations": evals}
+        print("Boston SLM fit (100 random starts + L-BFGS-B):", f"{seconds:.2f} s, {evals} evaluations", flush=True)
+        report["features_1e6_x10_2000"] = features_seconds()
+        print("features, 10^6 x 10 -> 2000 columns:", f"{report['features_1e6_x10_2000']:.2f} s", flush=True)
+        report["fastfood"] = fastfood_vs_dense(max(3, a.calls // 4))
+        print("fastfood vs dense at d = 1000:", json.dumps(report["fastfood"]), flush=True)
+    report["load_end"] = loadavg()
+    if a.json:
+        Path(a.json).write_text(json.dumps(report, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()
