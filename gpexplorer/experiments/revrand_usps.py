@@ -46,7 +46,8 @@ class FirstColumnGradient(RandomFourierBasis):
                 Phi = self._features(Xc)
             m = self.n_frequencies
             A = dPhi[:, m:] * Phi[:, :m] - dPhi[:, :m] * Phi[:, m:]
-            grads["lengthscale"] = float(-(Xc[:, 0] @ A) @ self._scaled[0] / self.parameters["lengthscale"])
+            ls = self.parameters["lengthscale"]
+            grads["lengthscale"] = float(-(Xc[:, 0] @ A) @ self.base_frequencies[:, 0] / (ls * ls))
         return grads
 
 

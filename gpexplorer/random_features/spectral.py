@@ -148,6 +148,7 @@ class RandomFourierBasis(Basis):
         rng = np.random.default_rng(self.seed)
         self._base = spectral_draws(kernel, self.n_frequencies, self.active_dim, rng)  # [m, d]
         self._base.setflags(write=False)
+        self._baseT = np.ascontiguousarray(self._base.T)  # [d, m]: z_id
         ls = as_float_array("lengthscale", lengthscale)
         if ls.ndim > 1 or (ls.ndim == 1 and ls.shape[0] != self.active_dim):
             raise ValueError(f"lengthscale must be a scalar or have {self.active_dim} entries (one per "
@@ -166,9 +167,12 @@ class RandomFourierBasis(Basis):
         return self._base
 
     def _changed(self):
-        self._scaled = (self._base / self._values["lengthscale"]).T  # [d, m]: z_id / l_d
+        ls = self._values["lengthscale"]
+        W = self._baseT / (ls if np.ndim(ls) == 0 else ls[:, None])  # [d, m]: z_id / l_d
         mu = self._values.get("mean_frequency")
-        self._W = np.ascontiguousarray(self._scaled if mu is None else self._scaled + mu[:, None])
+        if mu is not None:
+            W += mu[:, None]
+        self._W = W
 
     @property
     def frequencies(self):
@@ -196,7 +200,7 @@ class RandomFourierBasis(Basis):
         A = dPhi[:, m:] * Phi[:, :m] - dPhi[:, :m] * Phi[:, m:]  # dL/dproj [N, m]
         XA = Xc.T @ A  # dL/dW [d, m]
         ls = self._values["lengthscale"]
-        per_dim = -(XA * self._scaled).sum(1) / ls
+        per_dim = -np.einsum("dm,dm->d", XA, self._baseT) / (ls * ls)  # W_di = z_id / l_d
         out = {"lengthscale": float(per_dim.sum()) if np.ndim(ls) == 0 else per_dim}
         if "mean_frequency" in self._values:
             out["mean_frequency"] = XA.sum(1)

@@ -1,7 +1,8 @@
 """gpexplorer's random-feature models against the original revrand 1.0 (issue 27), side by side.
 
-revrand runs in its own venv (``/work/peers/revrand``: see its SETUP.md) behind
-``peer_timings.py --serve``, which builds each case once and times one call per request where
+revrand runs in its own venv (``REVRAND_PYTHON``, default ``/work/peers/revrand/venv/bin/python``:
+revrand 1.0 on numpy 1.23 with ``np.asscalar`` replaced by ``np.asarray(a).item()``, its one use
+removed from numpy) behind ``revrand_peer_timings.py --serve``, which builds each case once and times one call per request where
 it runs (the pipe is not counted). Both sides get the same number of timed calls, alternating
 single calls (:mod:`equal_timing`), one BLAS thread each; min and median per side.
 
@@ -43,7 +44,9 @@ from gpexplorer import _threads  # noqa: E402
 from gpexplorer.datasets import boston, usps_3vs5  # noqa: E402
 from gpexplorer.random_features import GeneralizedLinearModel, StandardLinearModel, basis  # noqa: E402
 
-PEER = ["/work/peers/revrand/venv/bin/python", "-W", "ignore", "/work/peers/revrand/peer_timings.py", "--serve"]
+#: the revrand side: its venv's python running revrand_peer_timings.py (beside this file) in serve mode
+PEER_PYTHON = os.environ.get("REVRAND_PYTHON", "/work/peers/revrand/venv/bin/python")
+PEER = [PEER_PYTHON, "-W", "ignore", str(HERE / "revrand_peer_timings.py"), "--serve"]
 
 
 class RevrandPeer:
