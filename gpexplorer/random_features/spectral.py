@@ -48,6 +48,7 @@ import numpy as np
 from gpexplorer import validation
 from gpexplorer.parameters import Parameter
 from gpexplorer.random_features.bases import Basis, lengthscale_parameter
+from gpexplorer.random_features.trig_loops import cos_sin_columns
 from gpexplorer.validation.arrays import as_float_array
 
 __all__ = ["RandomFourierBasis", "SPECTRAL_DENSITIES", "spectral_draws", "orthogonal_draws", "stationary_kernel"]
@@ -182,12 +183,8 @@ class RandomFourierBasis(Basis):
     def _features(self, Xc):
         validation.check_memory("the features Phi", 8 * Xc.shape[0] * self.n_features, "use fewer points or features")
         proj = Xc @ self._W  # [N, m]
-        m = self.n_frequencies
-        Phi = np.empty((Xc.shape[0], self.n_features))
-        np.cos(proj, out=Phi[:, :m])
-        np.sin(proj, out=Phi[:, m:])
-        Phi *= 1.0 / np.sqrt(m)
-        return Phi
+        return cos_sin_columns(np.ascontiguousarray(proj), np.empty((Xc.shape[0], self.n_features)),
+                               1.0 / np.sqrt(self.n_frequencies))
 
     def _kernel(self, Xc, X2c):
         return stationary_kernel(self.kernel_name, Xc, X2c, self._values["lengthscale"],
