@@ -21,7 +21,7 @@ _HERE = pathlib.Path(__file__).resolve().parent
 JIT_MODULES = ("_jit.py", "_blas.py", "kernels/_loops.py", "sparse/_core.py", "linearized/_loops.py",
                "covariances/time_frequency_loops.py")
 JIT_MODULES += ("covariances/multiscale_loops.py", "variational/_loops.py", "random_features/hadamard_loops.py",
-                "random_features/trig_loops.py")
+                "random_features/trig_loops.py", "random_features/mixture_loops.py")
 
 
 def _source_hash():

@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from gpexplorer.likelihoods import expected_log_density
+from gpexplorer.random_features.mixture_loops import pair_backward, pair_quadratics
 
 __all__ = ["entropy_bound", "expected_log_prior", "expected_log_likelihood", "LOG_2PI", "ESTIMATORS"]
 
@@ -41,20 +42,16 @@ ESTIMATORS = ("quadrature", "monte_carlo")
 
 
 def entropy_bound(means, variances):
-    """(H_lb, dH/dmeans [K, D], dH/dvariances [K, D]) of eq. 24; O(K^2 D)."""
-    K = means.shape[0]
-    delta = means[:, None, :] - means[None, :, :]  # [K, K, D]: m_k - m_j
-    S = variances[:, None, :] + variances[None, :, :]
-    z = -0.5 * (np.log(S).sum(-1) + (delta * delta / S).sum(-1) + means.shape[1] * LOG_2PI)  # log N(m_k | m_j, S_kj)
-    top = z.max(axis=1, keepdims=True)  # logsumexp by hand: scipy's costs more than the rest here
+    """(H_lb, dH/dmeans [K, D], dH/dvariances [K, D]) of eq. 24; O(K^2 D) (:mod:`.mixture_loops`)."""
+    K, D = means.shape
+    logdet = np.log(variances[:, None, :] + variances[None, :, :]).sum(-1)  # [K, K]
+    z = -0.5 * (logdet + pair_quadratics(means, variances) + D * LOG_2PI)  # log N(m_k | m_j, S_kj)
+    top = z.max(axis=1, keepdims=True)
     e = np.exp(z - top)
     total = e.sum(axis=1, keepdims=True)
     value = -float(np.mean(np.log(total) + top)) + math.log(K)
-    Rw = e / (-K * total)  # dH/dz_kj
-    T = Rw[:, :, None] * (-delta / S)  # dH through m_k of z_kj
-    dmeans = T.sum(1) - T.sum(0)
-    U = Rw[:, :, None] * 0.5 * (delta * delta / S - 1.0) / S
-    dvars = U.sum(1) + U.sum(0)
+    R = e / (-K * total)  # dH/dz_kj
+    dmeans, dvars = pair_backward(means, variances, np.ascontiguousarray(R), np.zeros((K, D)), np.zeros((K, D)))
     return value, dmeans, dvars
 
 
