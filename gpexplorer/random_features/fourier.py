@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpexplorer import kernels
+from gpexplorer.random_features.trig_loops import cos_sin_columns
 
 __all__ = ["RandomFourierFeatures", "fourier_kernels", "kernel_name", "base_frequencies"]
 
@@ -175,12 +176,7 @@ class RandomFourierFeatures:
         """Phi = phi(X), shape [N, D]: cos block then sin block (EKS eq. 6)."""
         X = self._inputs(X)
         proj = X @ self._frequencies  # [N, m]
-        Phi = np.empty((X.shape[0], self.n_features))
-        m = self.n_frequencies
-        np.cos(proj, out=Phi[:, :m])
-        np.sin(proj, out=Phi[:, m:])
-        Phi *= 1.0 / np.sqrt(m)
-        return Phi
+        return cos_sin_columns(proj, np.empty((X.shape[0], self.n_features)), 1.0 / np.sqrt(self.n_frequencies))
 
     transform = __call__
 
