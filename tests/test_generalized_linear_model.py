@@ -25,7 +25,7 @@ OPTIONS = {"binomial": {"trials": 6}}
 def _model(likelihood, estimator="quadrature", **kw):
     b = basis("rbf", 3, 16, lengthscale=[1.0, 2.0, 0.5], seed=2) + basis("linear", 3)
     return GeneralizedLinearModel(X, CASES[likelihood], b, likelihood=likelihood, n_components=3,
-                                  weight_variance=[1.5, 0.3], estimator=estimator, n_samples=4,
+                                  weight_variance=[1.5, 0.3], estimator=estimator, num_samples=4,
                                   likelihood_options=OPTIONS.get(likelihood), **kw)
 
 

@@ -57,7 +57,7 @@ def run_cell(cell, setup):
     if method == "GLM":
         model = GeneralizedLinearModel(X, y, basis("rbf", d, 2 * s, lengthscale=np.ones(d), seed=s), "gaussian",
                                        setup["glm_components"], estimator="monte_carlo",
-                                       n_samples=setup["glm_samples"], seed=s)
+                                       num_samples=setup["glm_samples"], seed=s)
         model.fit(max_iter=setup["glm_steps"], batch_size=setup["glm_batch"], learning_rate=setup["glm_learning_rate"],
                   seed=s, trace_every=max(1, setup["glm_steps"] // 10))
         mean, var = model.predict_y(Xt)

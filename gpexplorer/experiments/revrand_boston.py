@@ -73,7 +73,7 @@ def run_cell(cell, X, y, setup):
     elif cell["model"] == "GLM":
         b = basis("rbf", d, 2 * setup["glm_frequencies"], lengthscale=np.ones(d), seed=seed) + basis("linear", d)
         model = GeneralizedLinearModel(Xtr, ytr, b, "gaussian", setup["glm_components"], estimator="monte_carlo",
-                                       n_samples=setup["glm_samples"], seed=seed)
+                                       num_samples=setup["glm_samples"], seed=seed)
         model.fit(max_iter=setup["glm_steps"], batch_size=setup["glm_batch"], learning_rate=setup["glm_learning_rate"],
                   random_starts=setup["glm_random_starts"], seed=seed, trace_every=max(1, setup["glm_steps"] // 20),
                   start_distribution=_priors(d, 2))

@@ -58,7 +58,7 @@ def run_cell(cell, setup):
     d, t0 = X.shape[1], time.perf_counter()
     b = cls(d, 2 * setup["frequencies"], "rbf", lengthscale=5.0, seed=cell["seed"])
     model = GeneralizedLinearModel(X, y, b, "bernoulli_logit", setup["components"], estimator="monte_carlo",
-                                   n_samples=setup["samples"], seed=cell["seed"])
+                                   num_samples=setup["samples"], seed=cell["seed"])
     shape, scale = setup["lengthscale_prior"]
     model.fit(max_iter=setup["steps"], batch_size=setup["batch"], learning_rate=setup["learning_rate"],
               random_starts=setup["random_starts"], seed=cell["seed"], trace_every=max(1, setup["steps"] // 20),

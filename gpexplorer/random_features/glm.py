@@ -48,12 +48,12 @@ class GeneralizedLinearModel(FeatureModel):
     n_components : K, the number of mixture components.
     weight_variance : the weight prior variance (one per basis block, or a scalar).
     estimator : "quadrature" (default) or "monte_carlo" (the report's reparameterised samples).
-    n_samples : Monte Carlo draws per component and step (the report's L).
+    num_samples : Monte Carlo draws per component and step (the report's L).
     seed : seed of the initial means and of the minibatch / sample draws.
     """
 
     def __init__(self, X, y, basis="rbf", likelihood="gaussian", n_components=10, *, weight_variance=1.0,
-                 estimator="quadrature", n_samples=10, seed=0, likelihood_options=None):
+                 estimator="quadrature", num_samples=10, seed=0, likelihood_options=None):
         X, y = validation.validate_data(X, y)
         super().__init__(X, basis, weight_variance)
         self.likelihood = get_likelihood(likelihood, **(likelihood_options or {}))
@@ -66,7 +66,7 @@ class GeneralizedLinearModel(FeatureModel):
         if estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {ESTIMATORS}; got {estimator!r}")
         self.estimator = estimator
-        self.n_samples = validation.count("n_samples", n_samples, maximum=10_000)
+        self.num_samples = validation.count("num_samples", num_samples, maximum=10_000)
         K, D = self.n_components, self.n_features
         validation.check_memory("the mixture's pairwise terms", 8 * 4 * K * K * D, "use fewer components")
         self.rng = np.random.default_rng(validation.seed(seed))
@@ -123,7 +123,7 @@ class GeneralizedLinearModel(FeatureModel):
             Phi = self.basis(X)
         m, psi = self.q_mean, self.q_variance
         if estimator == "monte_carlo" and eps is None:
-            eps = self.rng.standard_normal((self.n_components, self.n_samples, self.n_features))
+            eps = self.rng.standard_normal((self.n_components, self.num_samples, self.n_features))
         ell, dm, dpsi, dPhi, dlik = expected_log_likelihood(
             self.likelihood, Phi, Y, m, psi, estimator=estimator, scale=N / X.shape[0], n_points=n_points,
             eps=eps, gradients=gradients)
@@ -243,20 +243,20 @@ class GeneralizedLinearModel(FeatureModel):
         logw = np.log(w)[:, None, None] - math.log(F.shape[1])
         return special.logsumexp(lp + logw, axis=(0, 1))
 
-    def sample_y(self, Xnew, n_samples=1000, seed=None):
-        """Draws of y* [n_samples, S] from the predictive: w from the mixture, then y* | f*."""
+    def sample_y(self, Xnew, num_samples=1000, seed=None):
+        """Draws of y* [num_samples, S] from the predictive: w from the mixture, then y* | f*."""
         P = self.prediction_features(Xnew)
         rng = np.random.default_rng(seed)
-        k = rng.integers(self.n_components, size=n_samples)
-        W = self.q_mean[k] + np.sqrt(self.q_variance[k]) * rng.standard_normal((n_samples, self.n_features))
+        k = rng.integers(self.n_components, size=num_samples)
+        W = self.q_mean[k] + np.sqrt(self.q_variance[k]) * rng.standard_normal((num_samples, self.n_features))
         return self.likelihood.sample((W @ P.T)[..., None], rng)[..., 0]
 
-    def predict_quantiles(self, Xnew, levels=(0.025, 0.975), n_samples=2000, seed=0):
-        """Quantiles of p(y* | data) [S, len(levels)] (eq. 30-31) from ``n_samples`` draws."""
+    def predict_quantiles(self, Xnew, levels=(0.025, 0.975), num_samples=2000, seed=0):
+        """Quantiles of p(y* | data) [S, len(levels)] (eq. 30-31) from ``num_samples`` draws."""
         levels = np.atleast_1d(np.asarray(levels, dtype=float))
         if not np.all((levels > 0) & (levels < 1)):
             raise ValueError(f"levels must lie strictly between 0 and 1; got {levels.tolist()}")
-        return np.quantile(self.sample_y(Xnew, n_samples, seed), levels, axis=0).T
+        return np.quantile(self.sample_y(Xnew, num_samples, seed), levels, axis=0).T
 
     def __repr__(self):
         return (f"GeneralizedLinearModel(N={self.X.shape[0]}, features={self.n_features}, "

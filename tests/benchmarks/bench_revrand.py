@@ -98,7 +98,7 @@ def our_slm():
 
 
 def our_glm_step(X, y, b, likelihood, samples, estimator):
-    m = GeneralizedLinearModel(X, y, b, likelihood, 10, estimator=estimator, n_samples=samples, seed=0)
+    m = GeneralizedLinearModel(X, y, b, likelihood, 10, estimator=estimator, num_samples=samples, seed=0)
     m.fit(max_iter=3, batch_size=10)
     rng = np.random.default_rng(0)
     N = X.shape[0]
@@ -121,7 +121,7 @@ def glm_cases():
 
 def full_step_ms(X, y, b, likelihood, samples, estimator, steps=200):
     """A whole fit() step (parameter packing, minibatch, bound, gradient, Adam update), averaged."""
-    m = GeneralizedLinearModel(X, y, b, likelihood, 10, estimator=estimator, n_samples=samples, seed=0)
+    m = GeneralizedLinearModel(X, y, b, likelihood, 10, estimator=estimator, num_samples=samples, seed=0)
     m.fit(max_iter=5, batch_size=10)
     t0 = time.perf_counter()
     m.fit(max_iter=steps, batch_size=10, trace_every=10 ** 9)

@@ -15,7 +15,7 @@ SCALES = [1.0, 1e-300, 1e-8, 1e8, 1e100, 1e120]
 SPECIALS = [None, np.nan, np.inf]
 HOSTILE = [1.0, 0.0, -1.0, 1e-300, 1e300, np.nan, np.inf, [1.0, 2.0], "abc", True, None]
 ARGS = ("X", "y", "Y", "Xnew", "ynew", "basis", "n_features", "lengthscale", "mean_frequency", "columns", "seed",
-        "input_dim", "weight_variance", "noise_variance", "likelihood", "n_components", "estimator", "n_samples",
+        "input_dim", "weight_variance", "noise_variance", "likelihood", "n_components", "estimator", "num_samples",
         "max_iter", "batch_size", "learning_rate", "random_starts", "levels", "features", "labels", "counts",
         "trials", "latent")
 
@@ -65,17 +65,17 @@ def test_fuzz_standard_linear_model(scale, special, N, weight_variance, noise_va
 
 @given(scale=st.sampled_from(SCALES), special=st.sampled_from(SPECIALS), N=st.integers(1, 10),
        lik=st.sampled_from(sorted(LIKELIHOODS) + ["nope"]), K=st.sampled_from([1, 3, 0, 10 ** 7, "a"]),
-       estimator=st.sampled_from(["quadrature", "monte_carlo", "magic"]), n_samples=st.sampled_from([1, 5, 0]),
+       estimator=st.sampled_from(["quadrature", "monte_carlo", "magic"]), num_samples=st.sampled_from([1, 5, 0]),
        batch_size=st.sampled_from([None, 1, 3, 0, 10 ** 6]), learning_rate=st.sampled_from([0.01, 0.0, np.nan, 1e6]),
        weight_variance=st.sampled_from([1.0, 1e-300, 1e300, np.nan]))
-def test_fuzz_generalized_linear_model(scale, special, N, lik, K, estimator, n_samples, batch_size, learning_rate,
+def test_fuzz_generalized_linear_model(scale, special, N, lik, K, estimator, num_samples, batch_size, learning_rate,
                                        weight_variance):
     rng = np.random.default_rng(N)
     X = _data(scale, special, N, rng)
     y = (np.arange(N) % 2).astype(float)
     options = {"trials": 3} if lik == "binomial" else None
     m = check(ARGS, lambda: GeneralizedLinearModel(X, y, basis("rbf", 2, 8), lik, K, estimator=estimator,
-                                                   n_samples=n_samples, weight_variance=weight_variance,
+                                                   num_samples=num_samples, weight_variance=weight_variance,
                                                    likelihood_options=options))
     if m is None:
         return
