@@ -26,6 +26,9 @@ LAB_CARDS = {
     "convolutional": ("convolutional.png",
                       "Convolutional GPs on images: edit an inducing patch, see each patch's contribution, race four "
                       "kernels, draw a digit."),
+    "random_features": ("random_features.png",
+                        "Random Fourier features: the kernel they estimate as D grows; an SLM and a GLM on them beside "
+                        "the exact GP; ARD."),
 }
 
 _CSS = """
@@ -35,10 +38,10 @@ header h1{margin:0;font-size:1.7em}
 header p{margin:6px 0 0;max-width:60em;line-height:1.4}
 main{padding:16px 32px;max-width:1500px}
 .cards{display:flex;flex-wrap:wrap;gap:20px}
-.card{background:white;border:1px solid #d5dbe3;border-radius:10px;width:340px;overflow:hidden;
+.card{background:white;border:1px solid #d5dbe3;border-radius:10px;width:282px;overflow:hidden;
  text-decoration:none;color:inherit;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 .card:hover{box-shadow:0 3px 10px rgba(0,0,0,.18)}
-.card img{width:100%;height:160px;object-fit:cover;object-position:top left;display:block;border-bottom:1px solid #e3e7ec}
+.card img{width:100%;height:150px;object-fit:cover;object-position:top left;display:block;border-bottom:1px solid #e3e7ec}
 .card h2{margin:8px 14px 2px;font-size:1.15em}
 .card p{margin:0 14px 10px;line-height:1.3}
 h2.section{margin:20px 0 4px}
@@ -70,7 +73,7 @@ def index_html(lessons=None) -> str:
 <style>{_CSS}</style></head>
 <body><header><h1>gpexplorer</h1>
 <p>Approximate Gaussian-process inference you can see, touch and trust. Pick a lab to compare sparse
-approximations, linearised inference, black-box variational inference or convolutional GPs live, or follow a lesson: each step sets up a lab and says
+approximations, linearised inference, black-box variational inference, convolutional GPs or random features live, or follow a lesson: each step sets up a lab and says
 what to look at.</p></header>
 <main><div class="cards">{''.join(cards)}</div>
 <h2 class="section">Lessons ({len(lessons)})</h2>

@@ -36,10 +36,12 @@ LESSONS_DIR = pathlib.Path(__file__).resolve().parent / "lessons"
 #: query keys of the lesson feature, which are not lab settings
 RESERVED_KEYS = ("lesson", "step", "presenter")
 LABS = {"sparse_regression": "Sparse regression lab", "linearized": "Linearised inference lab",
-        "black_box": "Black-box inference lab", "convolutional": "Patches lab"}
+        "black_box": "Black-box inference lab", "convolutional": "Patches lab",
+        "random_features": "Random-features lab"}
 #: lab route -> its package under gpexplorer/ui (settings, quantities, lab)
 LAB_PACKAGES = {"sparse_regression": "gpexplorer.ui.sparse", "linearized": "gpexplorer.ui.linearized",
-                "black_box": "gpexplorer.ui.black_box", "convolutional": "gpexplorer.ui.convolutional"}
+                "black_box": "gpexplorer.ui.black_box", "convolutional": "gpexplorer.ui.convolutional",
+                "random_features": "gpexplorer.ui.random_features"}
 
 
 class LessonError(ValueError):

@@ -32,6 +32,7 @@ THEME = {"attrs": {
     "Title": {"text_font_size": "18px"},
     "Axis": {"axis_label_text_font_size": "17px", "major_label_text_font_size": "16px"},
     "Legend": {"label_text_font_size": "16px", "glyph_height": 18, "glyph_width": 24},
+    "ColorBar": {"major_label_text_font_size": "16px", "title_text_font_size": "16px"},
 }}
 
 

@@ -5,7 +5,8 @@ numba compiles each jitted function on its first call and keeps the machine code
 20-40 s for the compiler. This module runs, on small data, every numerical path the two labs
 take (the sparse comparison with each approximation and kernel, the joint fit, the M sweep and
 the add-one curve; EGP / UGP / EKS / UKS evaluation, learning and the free-energy profile; the
-black-box lab's SAVIGP fits; the patches lab's convolutional and SE models), so
+black-box lab's SAVIGP fits; the patches lab's convolutional and SE models; the random-features
+lab's features, fits and ARD), so
 that afterwards a page only loads machine code from disk. It lives with the serving code
 (:mod:`gpexplorer.ui.serve` starts it, :mod:`gpexplorer.ui.preparing` waits for it) and imports
 no Panel: the workloads call the library as the pages do.
@@ -332,6 +333,21 @@ def patches_lab():
     fits.digit_model({"n_train": 60, "M": 4, "steps": 2, "n_test": 10, "trace_every": 1})
 
 
+def random_features_lab():
+    """The random-features lab: every basis' kernel estimate and error curves (the jitted cos / sin
+    of the Fourier features, Fastfood's Hadamard transforms), the four fits and the ARD fit, small."""
+    from gpexplorer.random_features import RANDOM_BASES
+    from gpexplorer.random_features import lab_backend as rf
+
+    for name in RANDOM_BASES:
+        rf.kernel_view(name, 0.7, 40)
+        rf.error_curves(name, 0.7, 2, 40)
+    small = {"n_features": 20, "M": 4, "components": 2, "glm_steps": 3, "iterations": 3}
+    for name in ("rbf", "laplace", "matern32", "matern52"):
+        rf.fit_models(name, small)
+    rf.ard_fit("rbf", 20, 0, 3)
+
+
 #: name -> workload, the longest first (the pool starts them in this order)
 WORKLOADS = {
     "sparse comparison": sparse_comparison,
@@ -342,6 +358,7 @@ WORKLOADS = {
     "sparse inducing features": sparse_features,
     "black-box fits": black_box_fits,
     "patches lab": patches_lab,
+    "random-features lab": random_features_lab,
 }
 
 

@@ -9,7 +9,7 @@ import panel as pn
 from gpexplorer.ui import presenter
 from gpexplorer.ui.markup import TextBlock, card_header
 
-__all__ = ["PROMPT_MS", "PromptFloatSlider", "PromptButton", "note",
+__all__ = ["PROMPT_MS", "PromptFloatSlider", "PromptIntSlider", "PromptButton", "note",
            "with_note", "folded_in_presenter_mode"]
 
 PROMPT_MS = 5  # Panel batches widget events for 50 ms; a third of the 150 ms budget for a re-evaluation
@@ -20,6 +20,13 @@ class PromptFloatSlider(pn.widgets.FloatSlider):
 
     Plain sliders, not EditableFloatSlider: each editable slider's JS link forced a full
     document recompute while the page was built (0.18 s each, measured)."""
+
+    _debounce = PROMPT_MS
+
+
+class PromptIntSlider(pn.widgets.IntSlider):
+    """An IntSlider whose changes reach Python without Panel's 50 ms batching window (a count whose
+    every value redraws a view at once, such as the random-features lab's D)."""
 
     _debounce = PROMPT_MS
 

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from gpexplorer.ui import url_state
 from gpexplorer.ui.black_box import settings as black_box_cfg
 from gpexplorer.ui.convolutional import settings as convolutional_cfg
+from gpexplorer.ui.random_features import settings as random_features_cfg
 from gpexplorer.ui.linearized import settings as linearized_cfg
 from gpexplorer.ui.sparse import settings as sparse_cfg
 from gpexplorer.ui.sparse.lab import SparseRegressionLab
@@ -46,6 +47,7 @@ LABS = {
     "linearized": (linearized_cfg.LinearizedSettings, linearized_cfg.url_parameters(), None),
     "black_box": (black_box_cfg.BlackBoxSettings, black_box_cfg.url_parameters(), None),
     "convolutional": (convolutional_cfg.PatchesSettings, convolutional_cfg.url_parameters(), None),
+    "random_features": (random_features_cfg.RandomFeaturesSettings, random_features_cfg.url_parameters(), None),
 }
 ALL_NAMES = sorted({n for _, names, _ in LABS.values() for n in names})
 

@@ -20,7 +20,8 @@ from gpexplorer.ui.lessons import lab_module, load_lessons
 LESSONS = load_lessons()
 #: sources of each lab's main plot, one of which every lesson step of that lab fills
 MAIN_SOURCES = {"sparse_regression": ["mean-vfe"], "linearized": [f"latent-{m}" for m in ("egp", "ugp", "eks", "uks")],
-                "black_box": ["latent-fg", "latent-mog1"], "convolutional": ["tiles"]}
+                "black_box": ["latent-fg", "latent-mog1"], "convolutional": ["tiles"],
+                "random_features": ["kernel-slice"]}
 LOAD_MS = 90_000
 ACTION_MS = 240_000  # a step's own action (a sweep, learning, a fit) on a loaded 2-core machine
 SHOTS = pathlib.Path(__file__).resolve().parents[2] / "assets" / "lessons"

@@ -25,6 +25,7 @@ from gpexplorer.ui.black_box import settings as black_box_cfg
 from gpexplorer.ui.black_box.lab import BlackBoxLab
 from gpexplorer.ui.convolutional import settings as convolutional_cfg
 from gpexplorer.ui.file_input import SizedFileInput
+from gpexplorer.ui.random_features import settings as random_features_cfg
 from gpexplorer.ui.linearized import settings as linearized_cfg
 from gpexplorer.ui.sparse import settings as sparse_cfg
 from gpexplorer.ui.sparse.lab import SparseRegressionLab
@@ -34,6 +35,7 @@ SETTINGS = {
     "linearized": (linearized_cfg.LinearizedSettings, linearized_cfg.url_parameters()),
     "black_box": (black_box_cfg.BlackBoxSettings, black_box_cfg.url_parameters()),
     "convolutional": (convolutional_cfg.PatchesSettings, convolutional_cfg.url_parameters()),
+    "random_features": (random_features_cfg.RandomFeaturesSettings, random_features_cfg.url_parameters()),
 }
 
 
