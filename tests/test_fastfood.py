@@ -188,3 +188,17 @@ def test_refusals():
         b(np.ones((4, 2)))
     with pytest.raises(ValueError, match="dPhi must have shape"):
         b.vjp(np.ones((4, 3)), np.ones((4, 9)))
+
+
+def test_threaded_rows_equal_one_pass(monkeypatch):
+    """Fastfood features split over threads by rows (large outputs), into a strided block too, equal
+    the single pass."""
+    from gpexplorer.random_features import trig_loops
+    b = basis("fastfood_rbf", 20, 64, lengthscale=2.0, seed=3)
+    X = np.random.default_rng(4).normal(size=(257, 20))
+    one = b(X)
+    monkeypatch.setattr(trig_loops, "THREADED_PAIRS", 64)
+    assert np.array_equal(b(X), one)
+    wide = np.zeros((257, 66))
+    b(X, out=wide[:, 1:65])
+    assert np.array_equal(wide[:, 1:65], one) and not wide[:, 0].any() and not wide[:, 65].any()

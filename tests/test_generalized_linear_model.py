@@ -56,6 +56,33 @@ def test_gradients_against_finite_differences(likelihood, estimator):
     _check_gradients(m, np.arange(0, 36, 4), eps)
 
 
+def test_gaussian_closed_form_equals_the_quadrature_rule(monkeypatch):
+    """The Gaussian likelihood's expected log likelihood in closed form (the fast path) against the
+    Gauss-Hermite rule every other likelihood takes: value and every gradient to rounding."""
+    m = _model("gaussian")
+    rows = np.arange(0, 36, 3)
+    value, grads, _ = m.elbo(rows)
+    monkeypatch.setattr(type(m.likelihood), "conjugate", False)
+    value_rule, grads_rule, _ = m.elbo(rows)
+    assert value == pytest.approx(value_rule, rel=1e-12)
+    for name, g in grads.items():
+        assert np.allclose(g, grads_rule[name], rtol=1e-10, atol=1e-12), name
+
+
+def test_the_optimiser_path_assigns_what_set_parameters_would():
+    """``assign_in_box`` (the per-step path of fit, without re-validation) leaves the model exactly
+    where ``set_parameters`` does."""
+    a, b = _model("poisson"), _model("poisson")
+    target = _model("poisson", seed=5)
+    target.set_parameters(**{"0.lengthscale": [0.7, 1.1, 2.0], "weight_variance": [0.4, 2.0]})
+    values = target.parameters
+    a.set_parameters(**values)
+    b.assign_in_box(values)
+    for name, v in a.parameters.items():
+        assert np.array_equal(np.asarray(v), np.asarray(b.parameters[name])), name
+    assert a.elbo(gradients=False)[0] == b.elbo(gradients=False)[0]
+
+
 def test_minibatch_terms_and_gradients_average_to_the_full_data_ones():
     """Disjoint minibatches covering the data, each scaled by N/|B|: their average is the full bound
     and its gradient for every parameter, the basis' and likelihood's hyperparameters included

@@ -163,6 +163,23 @@ def test_concatenation_products_and_columns():
     assert np.allclose(basis("bias", 3)(X3), 1.0) and basis("bias", 3).kernel(X3).shape == (40, 40)
 
 
+@pytest.mark.parametrize("make", [lambda: basis("rbf", 3, 40, lengthscale=[1.0, 2.0, 0.5]),
+                                  lambda: basis("fastfood_rbf", 3, 40, lengthscale=0.8),
+                                  lambda: basis("rbf", 3, 20, columns=[0, 2]) + basis("linear", 3) + basis("bias", 3),
+                                  lambda: basis("cauchy", 3, 6, lengthscale=0.7) * basis("linear", 3)])
+def test_features_written_into_a_given_buffer(make):
+    """``b(X, out=buf)`` fills buf (a block of rows streamed through one buffer) with what ``b(X)``
+    returns, and refuses a buffer of the wrong shape, type or dtype."""
+    b = make()
+    buf = np.full((40, b.n_features), np.nan)
+    assert b(X3, out=buf) is buf and np.array_equal(buf, b(X3))
+    stream = np.empty((10, b.n_features))
+    assert np.array_equal(np.vstack([b(X3[i:i + 10], out=stream).copy() for i in range(0, 40, 10)]), b(X3))
+    for bad in (np.empty((40, b.n_features + 1)), np.empty((40, b.n_features), dtype=np.float32), [[0.0]]):
+        with pytest.raises(ValueError, match="out must be a writable float64 array"):
+            b(X3, out=bad)
+
+
 def test_registry_and_refusals():
     assert {"rbf", "laplace", "l1_laplace", "cauchy", "matern32", "matern52", "orthogonal_rbf", "fastfood_rbf",
             "spectral_mixture", "linear", "bias"} <= set(BASES)

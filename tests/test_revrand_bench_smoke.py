@@ -23,7 +23,8 @@ def test_every_case_of_ours_runs(bench):
     for name, [(X, y, b, lik, S)] in bench.glm_cases().items():
         for estimator in ("monte_carlo", "quadrature"):
             bench.our_glm_step(X[:40], y[:40], b, lik, 3, estimator)(0)
-    assert bench.features_seconds(N=2000, d=3, columns=20, chunk=1000) > 0
+    seconds = bench.features_seconds(N=2000, d=3, columns=20, chunk=1000, repeats=2)
+    assert set(seconds) == {"one buffer", "new array per block"} and all(v["min"] > 0 for v in seconds.values())
     out = bench.fastfood_vs_dense(calls=1, N=20, d=30, columns=(8,))
     assert set(out[8]) >= {"fastfood", "dense", "speedup", "projection speedup"}
     assert np.isfinite(out[8]["speedup"]["min"])

@@ -45,7 +45,8 @@ def check_columns(columns, input_dim):
 class Basis:
     """Base class: a feature map with named hyperparameters (module docstring).
 
-    Subclasses set ``n_features`` and implement ``_features(Xc)``, ``_kernel(Xc, X2c)`` and, if
+    Subclasses set ``n_features`` and implement ``_features(Xc, out)`` (fill and return ``out``),
+    ``_kernel(Xc, X2c)`` and, if
     they have hyperparameters, ``_vjp(Xc, dPhi, Phi)`` on the selected columns Xc.
     """
 
@@ -83,6 +84,13 @@ class Basis:
             self._changed()
         return self
 
+    def assign_in_box(self, values):
+        """Set values an optimiser unpacked from its box (right shapes, finite, within the bounds)
+        without re-checking them: the per-step path of a fit."""
+        if values:
+            self._values.update({k: float(v) if np.ndim(self._values[k]) == 0 else v for k, v in values.items()})
+            self._changed()
+
     def _check(self, name, value):
         spec = self._specs[name]
         old = self._values[name]
@@ -112,12 +120,29 @@ class Basis:
             raise ValueError(f"{name} must have shape (N, {self.input_dim}); got {np.shape(X)}")
         return validation.bounded(name, np.asarray(X, dtype=float))
 
+    def _output(self, n, out):
+        """``out`` checked as a writable float64 [n, n_features] array, or a new one."""
+        if out is None:
+            validation.check_memory("the features Phi", 8 * n * self.n_features, "use fewer points or features")
+            return np.empty((n, self.n_features))
+        if not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.shape != (n, self.n_features) \
+                or not out.flags.writeable:
+            raise ValueError(f"out must be a writable float64 array of shape ({n}, {self.n_features}); got "
+                             f"{getattr(out, 'dtype', type(out).__name__)} {np.shape(out)}")
+        return out
+
     def _select(self, X):
         return X if self.columns is None else X[:, self.columns]
 
-    def __call__(self, X) -> np.ndarray:
-        """Phi [N, n_features]."""
-        return self._features(self._select(self.inputs(X)))
+    def __call__(self, X, out=None) -> np.ndarray:
+        """Phi [N, n_features], written into ``out`` when given (float64 [N, n_features], any row
+        stride): a stream of row blocks then reuses one buffer instead of faulting in a new one."""
+        return self.checked_features(self.inputs(X), out)
+
+    def checked_features(self, X, out=None):
+        """Phi of inputs already validated by :meth:`inputs` (composites and models call this so
+        that the finiteness scan runs once per call, not once per part)."""
+        return self._features(self._select(X), self._output(X.shape[0], out))
 
     features = __call__
 
@@ -140,7 +165,11 @@ class Basis:
         dPhi = np.asarray(dPhi, dtype=float)
         if dPhi.shape != (X.shape[0], self.n_features):
             raise ValueError(f"dPhi must have shape ({X.shape[0]}, {self.n_features}); got {dPhi.shape}")
-        return self._vjp(self._select(X), dPhi, Phi)
+        return self.checked_vjp(X, dPhi, Phi)
+
+    def checked_vjp(self, X, dPhi, Phi=None):
+        """:meth:`vjp` for inputs and a dPhi already checked."""
+        return self._vjp(self._select(X), dPhi, Phi) if self._values else {}
 
     def _vjp(self, Xc, dPhi, Phi):
         raise NotImplementedError
@@ -206,6 +235,10 @@ class _Composite(Basis):
                 p.set_parameters(**vals)
         return self
 
+    def assign_in_box(self, values):
+        for p, vals in zip(self.parts, self._route(values)):
+            p.assign_in_box(vals)
+
     def set_bounds(self, **bounds):
         for p, vals in zip(self.parts, self._route(bounds)):
             if vals:
@@ -244,11 +277,12 @@ class Concatenation(_Composite):
     def block_sizes(self):
         return [p.n_features for p in self.parts]
 
-    def __call__(self, X):
-        X = self.inputs(X)
-        return np.hstack([p(X) for p in self.parts])
+    def checked_features(self, X, out=None):
+        out = self._output(X.shape[0], out)
+        for i, p in enumerate(self.parts):
+            p.checked_features(X, out[:, self._offsets[i]:self._offsets[i + 1]])
+        return out
 
-    features = __call__
 
     def kernel(self, X, X2=None):
         return sum(p.kernel(X, X2) for p in self.parts)
@@ -258,7 +292,7 @@ class Concatenation(_Composite):
         for i, p in enumerate(self.parts):
             a, b = self._offsets[i], self._offsets[i + 1]
             if p.parameters:
-                out.update(self._prefixed(i, p.vjp(X, dPhi[:, a:b], None if Phi is None else Phi[:, a:b])))
+                out.update(self._prefixed(i, p.checked_vjp(X, dPhi[:, a:b], None if Phi is None else Phi[:, a:b])))
         return out
 
     def __repr__(self):
@@ -279,25 +313,25 @@ class Product(_Composite):
         super().__init__([left, right])
         self.n_features = left.n_features * right.n_features
 
-    def __call__(self, X):
-        X = self.inputs(X)
-        P1, P2 = self.parts[0](X), self.parts[1](X)
-        return (P1[:, :, None] * P2[:, None, :]).reshape(X.shape[0], -1)
+    def checked_features(self, X, out=None):
+        out = self._output(X.shape[0], out)
+        P1, P2 = self.parts[0].checked_features(X), self.parts[1].checked_features(X)
+        out[:] = (P1[:, :, None] * P2[:, None, :]).reshape(X.shape[0], -1)
+        return out
 
-    features = __call__
 
     def kernel(self, X, X2=None):
         return self.parts[0].kernel(X, X2) * self.parts[1].kernel(X, X2)
 
     def _vjp(self, X, dPhi, Phi):
         left, right = self.parts
-        P1, P2 = left(X), right(X)
+        P1, P2 = left.checked_features(X), right.checked_features(X)
         G = dPhi.reshape(X.shape[0], left.n_features, right.n_features)
         out = {}
         if left.parameters:
-            out.update(self._prefixed(0, left.vjp(X, np.einsum("nij,nj->ni", G, P2), P1)))
+            out.update(self._prefixed(0, left.checked_vjp(X, np.einsum("nij,nj->ni", G, P2), P1)))
         if right.parameters:
-            out.update(self._prefixed(1, right.vjp(X, np.einsum("nij,ni->nj", G, P1), P2)))
+            out.update(self._prefixed(1, right.checked_vjp(X, np.einsum("nij,ni->nj", G, P1), P2)))
         return out
 
     def __repr__(self):
@@ -313,8 +347,9 @@ class LinearBasis(Basis):
         super().__init__(input_dim, columns)
         self.n_features = self.active_dim
 
-    def _features(self, Xc):
-        return np.array(Xc, dtype=float)
+    def _features(self, Xc, out):
+        out[:] = Xc
+        return out
 
     def _kernel(self, Xc, X2c):
         return Xc @ X2c.T
@@ -329,8 +364,9 @@ class BiasBasis(Basis):
         super().__init__(input_dim, columns)
         self.n_features = 1
 
-    def _features(self, Xc):
-        return np.ones((Xc.shape[0], 1))
+    def _features(self, Xc, out):
+        out[:] = 1.0
+        return out
 
     def _kernel(self, Xc, X2c):
         return np.ones((Xc.shape[0], X2c.shape[0]))

@@ -37,6 +37,7 @@ from gpexplorer import validation
 from gpexplorer.random_features.bases import Basis, lengthscale_parameter
 from gpexplorer.random_features.hadamard_loops import fastfood_features, fastfood_project, fastfood_project_transpose
 from gpexplorer.random_features.spectral import stationary_kernel
+from gpexplorer.random_features.trig_loops import over_row_ranges
 from gpexplorer.validation.arrays import as_float_array
 
 __all__ = ["FastfoodBasis"]
@@ -105,10 +106,20 @@ class FastfoodBasis(Basis):
         """The dense frequencies [m, d] (V applied to the unit vectors; for tests and small cases)."""
         return self.projections(np.eye(self.active_dim)).T.copy()
 
-    def _features(self, Xc):
-        validation.check_memory("the features Phi", 8 * Xc.shape[0] * self.n_features, "use fewer points or features")
-        return fastfood_features(np.ascontiguousarray(Xc, dtype=float), self._diagonals, self._perms,
-                                 np.empty((Xc.shape[0], self.n_features)), 1.0 / np.sqrt(self.n_frequencies))
+    def _features(self, Xc, out=None):
+        if out is None:
+            out = self._output(Xc.shape[0], None)
+        X = np.ascontiguousarray(Xc, dtype=float)
+        target = out if out.flags.c_contiguous else np.empty(out.shape)  # one compiled layout
+        scale = 1.0 / np.sqrt(self.n_frequencies)
+
+        def rows(a, b):
+            fastfood_features(X[a:b], self._diagonals, self._perms, target[a:b], scale)
+
+        over_row_ranges(X.shape[0], X.shape[0] * self.n_frequencies, rows)
+        if target is not out:
+            out[:] = target
+        return out
 
     def _kernel(self, Xc, X2c):
         return stationary_kernel("rbf", Xc, X2c, self._values["lengthscale"])

@@ -122,6 +122,23 @@ class FeatureModel:
             self._set_own(own)
         return self
 
+    def assign_in_box(self, values):
+        """Set values an optimiser unpacked from its box without re-checking them (a minibatch
+        step's path; :meth:`set_parameters` validates user input)."""
+        values = dict(values)
+        names = self._own_names()
+        own = {k: values.pop(k) for k in list(values) if k in names}
+        if WEIGHT_VARIANCE in values:
+            wv = values.pop(WEIGHT_VARIANCE)
+            self.weight_variance = float(wv) if np.ndim(self.weight_variance) == 0 else np.array(wv, dtype=float)
+        self.basis.assign_in_box(values)
+        if own:
+            self._assign_own_in_box(own)
+        return self
+
+    def _assign_own_in_box(self, values):
+        self._set_own(values)
+
     @staticmethod
     def checked_variance(name, value, bounds, allow_array=False):
         """A positive variance inside its parameter box (the range the evidence survives in float64)."""
@@ -144,7 +161,7 @@ class FeatureModel:
             return self.basis(X)
         key = repr(sorted((k, np.asarray(v).tobytes()) for k, v in self.basis.parameters.items()))
         if key != self._phi_key:
-            self._phi = self.basis(self.X)
+            self._phi = self.basis.checked_features(self.X)
             self._phi_key = key
         return self._phi
 

@@ -102,6 +102,15 @@ class GeneralizedLinearModel(FeatureModel):
         if lik:
             self.likelihood.set_parameters(**lik)
 
+    def _assign_own_in_box(self, values):
+        if Q_MEAN in values:
+            self.q_mean = np.asarray(values[Q_MEAN], dtype=float)  # the packer's arrays are never views of x
+        if Q_VARIANCE in values:
+            self.q_variance = np.asarray(values[Q_VARIANCE], dtype=float)
+        lik = {k[len(LIK_PREFIX):]: v for k, v in values.items() if k.startswith(LIK_PREFIX)}
+        if lik:
+            self.likelihood.set_parameters(**lik)
+
     def parameter_groups(self):
         groups = super().parameter_groups()
         groups["posterior"] = {Q_MEAN, Q_VARIANCE}
@@ -120,7 +129,7 @@ class GeneralizedLinearModel(FeatureModel):
             X, Y, Phi = self.X, self.Y, self.features()
         else:
             X, Y = self.X[rows], self.Y[rows]
-            Phi = self.basis(X)
+            Phi = self.basis.checked_features(X)
         m, psi = self.q_mean, self.q_variance
         if estimator == "monte_carlo" and eps is None:
             eps = self.rng.standard_normal((self.n_components, self.num_samples, self.n_features))
@@ -133,7 +142,7 @@ class GeneralizedLinearModel(FeatureModel):
         terms = {"expected_log_likelihood": ell, "expected_log_prior": prior, "entropy_bound": ent}
         if not gradients:
             return value, None, terms
-        grads = self.basis.vjp(X, dPhi, Phi) if self.basis.parameters else {}
+        grads = self.basis.checked_vjp(X, dPhi, Phi)
         grads[WEIGHT_VARIANCE] = self.block_sums(dlam)
         grads[Q_MEAN] = dm + dm_p + dm_h
         grads[Q_VARIANCE] = dpsi + dpsi_p + dpsi_h
@@ -162,17 +171,18 @@ class GeneralizedLinearModel(FeatureModel):
         lo, hi = packer.box()
         trace = [self._entry(0, initial)]
 
-        def assign(x):
-            self.set_parameters(**packer.unpack(x))
+        def assign(x):  # Adam keeps x finite and inside the box: no re-validation per step
+            self.assign_in_box(packer.unpack(x))
 
         def gradient(x, t):
-            assign(x)
+            values = packer.unpack(x)
+            self.assign_in_box(values)
             rows = None if B == N else rng.choice(N, size=B, replace=False)
             try:
                 _, grads, _ = self.elbo(rows)
             except (np.linalg.LinAlgError, FloatingPointError, ValueError):
                 return None
-            return -packer.chain(packer.unpack(x), grads)
+            return -packer.chain(values, grads)
 
         def on_step(t, x):
             if t % trace_every and t != steps:

@@ -81,7 +81,7 @@ class StandardLinearModel(FeatureModel):
         """(F = -log p(y), {name: dF/dvalue}, terms) for the optimiser core."""
         Phi = self.features()
         ev = log_evidence(Phi, self.y, self.prior_variances(), self.noise_variance)
-        grads = {k: -v for k, v in self.basis.vjp(self.X, ev.dPhi, Phi).items()}
+        grads = {k: -v for k, v in self.basis.checked_vjp(self.X, ev.dPhi, Phi).items()}
         grads[WEIGHT_VARIANCE] = -self.block_sums(ev.dlam)
         grads[NOISE] = -ev.dnoise
         return -ev.value, grads, {"log_evidence": ev.value}

@@ -14,7 +14,7 @@ with mean mu_kn = phi_n^T m_k and variance v_kn = sum_d phi_nd^2 psi_kd, so each
 likelihood is a one-dimensional integral:
 
 * ``estimator="quadrature"`` (default): Gauss-Hermite in f (:func:`gpexplorer.likelihoods.expected_log_density`),
-  deterministic; gradients through (mu, v): dm_k = Phi^T dmu_k, dpsi_k = (Phi^2)^T dv_k,
+  deterministic (the Gaussian likelihood's closed form, which the rule reproduces to rounding); gradients through (mu, v): dm_k = Phi^T dmu_k, dpsi_k = (Phi^2)^T dv_k,
   dPhi = sum_k [dmu_k m_k^T + 2 Phi * (dv_k psi_k^T)];
 * ``estimator="monte_carlo"``: the report's reparameterised samples w = m_k + sqrt(psi_k) * eps (26),
   L draws per component, dm_k = (1/L) sum_l Phi^T g_kl, dpsi_k = (1/L) sum_l (Phi^T g_kl) * eps_kl / (2 sqrt psi_k),
@@ -28,12 +28,13 @@ the hyperparameters).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from gpexplorer.likelihoods import expected_log_density
-from gpexplorer.random_features.mixture_loops import pair_backward, pair_quadratics
+from gpexplorer.random_features.mixture_loops import pair_backward, pair_log_densities
 
 __all__ = ["entropy_bound", "expected_log_prior", "expected_log_likelihood", "LOG_2PI", "ESTIMATORS"]
 
@@ -43,16 +44,24 @@ ESTIMATORS = ("quadrature", "monte_carlo")
 
 def entropy_bound(means, variances):
     """(H_lb, dH/dmeans [K, D], dH/dvariances [K, D]) of eq. 24; O(K^2 D) (:mod:`.mixture_loops`)."""
-    K, D = means.shape
-    logdet = np.log(variances[:, None, :] + variances[None, :, :]).sum(-1)  # [K, K]
-    z = -0.5 * (logdet + pair_quadratics(means, variances) + D * LOG_2PI)  # log N(m_k | m_j, S_kj)
+    K = means.shape[0]
+    k, j = _pairs(K)
+    logdets = np.empty((K, K))
+    logdets[k, j] = np.log(variances[k] + variances[j]).sum(1)
+    z = pair_log_densities(means, variances, logdets)  # log N(m_k | m_j, S_kj); only k <= j of logdets is read
     top = z.max(axis=1, keepdims=True)
     e = np.exp(z - top)
     total = e.sum(axis=1, keepdims=True)
     value = -float(np.mean(np.log(total) + top)) + math.log(K)
     R = e / (-K * total)  # dH/dz_kj
-    dmeans, dvars = pair_backward(means, variances, np.ascontiguousarray(R), np.zeros((K, D)), np.zeros((K, D)))
+    dmeans, dvars = pair_backward(means, variances, np.ascontiguousarray(R), np.zeros_like(means), np.zeros_like(means))
     return value, dmeans, dvars
+
+
+@functools.lru_cache(maxsize=16)
+def _pairs(K):
+    """(k, j) of the pairs k <= j (numpy's triu_indices costs more than the loops at K = 10)."""
+    return np.triu_indices(K)
 
 
 def expected_log_prior(means, variances, lam):
@@ -78,7 +87,11 @@ def expected_log_likelihood(likelihood, Phi, Y, means, variances, *, estimator="
         v = np.maximum(Phi2 @ variances.T, 1e-300)
         n = Phi.shape[0]
         YK = np.tile(Y, (K, 1))
-        ed = expected_log_density(likelihood, mu.T.reshape(-1, 1), v.T.reshape(-1, 1), YK, n_points=n_points)
+        if getattr(likelihood, "conjugate", False) and hasattr(likelihood, "expected_log_density_exact"):
+            # Gaussian: the expectation in closed form (what the rule gives, to rounding)
+            ed = likelihood.expected_log_density_exact(mu.T.reshape(-1, 1), v.T.reshape(-1, 1), YK)
+        else:
+            ed = expected_log_density(likelihood, mu.T.reshape(-1, 1), v.T.reshape(-1, 1), YK, n_points=n_points)
         value = c * float(ed.value.sum())
         if not gradients:
             return value, None, None, None, None

@@ -1,40 +1,48 @@
 """Jitted leaves of the GLM's entropy bound (revrand report eq. 24, :mod:`.mixture_elbo`): the
-pairwise quadratic terms sum_d (m_kd - m_jd)^2 / (psi_kd + psi_jd) and the backward pass through
-every pair, each one sweep over the K^2 D pairs instead of numpy's dozen [K, K, D] temporaries
-(the bound was half of a USPS step: K = 10, D = 1,600). The log-determinants stay in numpy,
-whose float64 ``log`` is vectorised. The module is public (not ``_loops``) so that
-``mixture_elbo`` may import it (tests/test_architecture.py).
+pairwise log densities z_kj = log N(m_k | m_j, diag(psi_k + psi_j)) and the backward pass through
+them, each one sweep over the K(K+1)/2 unordered pairs (z is symmetric in k and j) instead of
+numpy's dozen [K, K, D] temporaries (the log-determinants stay in numpy, whose ``log`` is
+vectorised) (the bound was half of a USPS step: K = 10, D = 1,600). The
+module is public (not ``_loops``) so that ``mixture_elbo`` may import it
+(tests/test_architecture.py).
 """
+
+import math
 
 import numpy as np
 
 from gpexplorer._jit import njit_kernel_loop
 
+LOG_2PI = math.log(2.0 * math.pi)
+
 
 @njit_kernel_loop
-def pair_quadratics(means, variances):
-    """Q [K, K]: Q_kj = sum_d (m_kd - m_jd)^2 / (psi_kd + psi_jd) (symmetric, zero diagonal)."""
+def pair_log_densities(means, variances, logdets):
+    """Z [K, K]: Z_kj = -1/2 [D log 2 pi + logdets_kj + sum_d (m_kd - m_jd)^2 / s_d], s = psi_k + psi_j
+    (``logdets`` [K, K] = sum_d log s_d, from numpy's vectorised log)."""
     K, D = means.shape
-    Q = np.zeros((K, K))
+    Z = np.empty((K, K))
     for k in range(K):
-        for j in range(k + 1, K):
+        for j in range(k, K):
             acc = 0.0
             for d in range(D):
                 t = means[k, d] - means[j, d]
                 acc += t * t / (variances[k, d] + variances[j, d])
-            Q[k, j] = acc
-            Q[j, k] = acc
-    return Q
+            z = -0.5 * (acc + logdets[k, j] + D * LOG_2PI)
+            Z[k, j] = z
+            Z[j, k] = z
+    return Z
 
 
 @njit_kernel_loop
 def pair_backward(means, variances, R, dmeans, dvars):
-    """Add to dmeans and dvars [K, D] the gradient of sum_kj R_kj z_kj, z_kj = log N(m_k | m_j,
-    psi_k + psi_j): dz/dm_k = -t / s = -dz/dm_j, dz/ds = (t^2 / s - 1) / (2 s), t = m_k - m_j."""
+    """Add to dmeans and dvars [K, D] the gradient of sum_kj R_kj z_kj (z of :func:`pair_log_densities`):
+    dz/dm_k = -t / s = -dz/dm_j, dz/ds = (t^2 / s - 1) / (2 s), t = m_k - m_j; a pair k != j
+    carries R_kj + R_jk, and z_kk depends on psi_k through s = 2 psi_k."""
     K, D = means.shape
     for k in range(K):
-        for j in range(K):
-            w = R[k, j]
+        for j in range(k, K):
+            w = R[k, j] + R[j, k] if j != k else R[k, k]
             for d in range(D):
                 inv = 1.0 / (variances[k, d] + variances[j, d])
                 t = means[k, d] - means[j, d]

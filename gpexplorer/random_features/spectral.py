@@ -48,7 +48,7 @@ import numpy as np
 from gpexplorer import validation
 from gpexplorer.parameters import Parameter
 from gpexplorer.random_features.bases import Basis, lengthscale_parameter
-from gpexplorer.random_features.trig_loops import cos_sin_columns
+from gpexplorer.random_features.trig_loops import fourier_features
 from gpexplorer.validation.arrays import as_float_array
 
 __all__ = ["RandomFourierBasis", "SPECTRAL_DENSITIES", "spectral_draws", "orthogonal_draws", "stationary_kernel"]
@@ -181,11 +181,10 @@ class RandomFourierBasis(Basis):
         """The angular frequencies w_i [m, d]."""
         return self._W.T.copy()
 
-    def _features(self, Xc):
-        validation.check_memory("the features Phi", 8 * Xc.shape[0] * self.n_features, "use fewer points or features")
-        proj = Xc @ self._W  # [N, m]
-        return cos_sin_columns(np.ascontiguousarray(proj), np.empty((Xc.shape[0], self.n_features)),
-                               1.0 / np.sqrt(self.n_frequencies))
+    def _features(self, Xc, out=None):
+        if out is None:
+            out = self._output(Xc.shape[0], None)
+        return fourier_features(Xc, self._W, out, 1.0 / np.sqrt(self.n_frequencies))
 
     def _kernel(self, Xc, X2c):
         return stationary_kernel(self.kernel_name, Xc, X2c, self._values["lengthscale"],

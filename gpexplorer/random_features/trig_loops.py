@@ -9,11 +9,17 @@ has no branch and vectorises: ~2 ns a cos/sin pair, within 2.3e-16 of numpy's va
 |x| < 10^6 (tests/test_random_feature_trig.py). Larger |x| (rare: projections of inputs that
 were not standardised) are recomputed with the C library after the pass.
 
+``projected_cos_sin`` forms each row's projections x^T W in a scratch row (inputs four at a time)
+and passes it straight to the same cos/sin pass, so few-input features never write the [N, m]
+projections out; ``fourier_features`` splits large outputs over one thread per core.
+
 The module is public (not ``_loops``) so that the basis modules may import it
 (tests/test_architecture.py).
 """
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -24,36 +30,110 @@ REDUCTION_LIMIT = 1e6
 
 
 @njit_kernel_loop
+def _cos_sin_row(row, oc, osn, scale):
+    """oc = scale cos(row), osn = scale sin(row) for one row of projections."""
+    big = False
+    for j in range(row.shape[0]):
+        x = row[j]
+        big |= abs(x) >= REDUCTION_LIMIT
+        k = np.floor(x * 0.63661977236758134308 + 0.5)  # nearest multiple of pi/2
+        r = (x - k * 1.57079632673412561417e+00) - k * 6.07710050650619224932e-11
+        z = r * r
+        s = r + r * z * (-1.66666666666666307295e-1 + z * (8.33333333332211858878e-3 + z * (
+            -1.98412698295895385996e-4 + z * (2.75573136213857245213e-6 + z * (
+                -2.50507477628578072866e-8 + z * 1.58962301576546568060e-10)))))
+        c = 1.0 - 0.5 * z + z * z * (4.16666666666665929218e-2 + z * (-1.38888888888730564116e-3 + z * (
+            2.48015872888517045348e-5 + z * (-2.75573141792967388112e-7 + z * (
+                2.08757008419747316778e-9 + z * -1.13585365213876817300e-11)))))
+        q = np.int64(k) & 3
+        swap = (q & 1) == 1
+        a = s if swap else c
+        b = c if swap else s
+        oc[j] = a * (-scale if (q == 1 or q == 2) else scale)
+        osn[j] = b * (-scale if q >= 2 else scale)
+    if big:
+        for j in range(row.shape[0]):
+            x = row[j]
+            if abs(x) >= REDUCTION_LIMIT:
+                oc[j] = math.cos(x) * scale
+                osn[j] = math.sin(x) * scale
+
+
+@njit_kernel_loop
 def cos_sin_columns(P, out, scale):
     """out[:, :m] = scale cos P, out[:, m:] = scale sin P for P [N, m] (out [N, 2m]); returns out."""
-    n, m = P.shape
-    for i in range(n):
-        row = P[i]
-        oc = out[i, :m]
-        osn = out[i, m:]
-        big = False
-        for j in range(m):
-            x = row[j]
-            big |= abs(x) >= REDUCTION_LIMIT
-            k = np.floor(x * 0.63661977236758134308 + 0.5)  # nearest multiple of pi/2
-            r = (x - k * 1.57079632673412561417e+00) - k * 6.07710050650619224932e-11
-            z = r * r
-            s = r + r * z * (-1.66666666666666307295e-1 + z * (8.33333333332211858878e-3 + z * (
-                -1.98412698295895385996e-4 + z * (2.75573136213857245213e-6 + z * (
-                    -2.50507477628578072866e-8 + z * 1.58962301576546568060e-10)))))
-            c = 1.0 - 0.5 * z + z * z * (4.16666666666665929218e-2 + z * (-1.38888888888730564116e-3 + z * (
-                2.48015872888517045348e-5 + z * (-2.75573141792967388112e-7 + z * (
-                    2.08757008419747316778e-9 + z * -1.13585365213876817300e-11)))))
-            q = np.int64(k) & 3
-            swap = (q & 1) == 1
-            a = s if swap else c
-            b = c if swap else s
-            oc[j] = a * (-scale if (q == 1 or q == 2) else scale)
-            osn[j] = b * (-scale if q >= 2 else scale)
-        if big:
+    m = P.shape[1]
+    for i in range(P.shape[0]):
+        _cos_sin_row(P[i], out[i, :m], out[i, m:], scale)
+    return out
+
+
+@njit_kernel_loop
+def projected_cos_sin(X, W, out, scale):
+    """out[i] = scale [cos(x_i^T W), sin(x_i^T W)] for X [N, d], W [d, m]: the projection of one
+    row at a time (a scratch row in cache), so the [N, m] projections are never written out."""
+    d, m = W.shape
+    proj = np.empty(m)
+    for i in range(X.shape[0]):
+        proj[:] = 0.0
+        k = 0
+        while k + 4 <= d:  # four inputs a pass: one load and store of proj per four products
+            x0, x1, x2, x3 = X[i, k], X[i, k + 1], X[i, k + 2], X[i, k + 3]
             for j in range(m):
-                x = row[j]
-                if abs(x) >= REDUCTION_LIMIT:
-                    oc[j] = math.cos(x) * scale
-                    osn[j] = math.sin(x) * scale
+                proj[j] += x0 * W[k, j] + x1 * W[k + 1, j] + x2 * W[k + 2, j] + x3 * W[k + 3, j]
+            k += 4
+        if k + 2 <= d:
+            x0, x1 = X[i, k], X[i, k + 1]
+            for j in range(m):
+                proj[j] += x0 * W[k, j] + x1 * W[k + 1, j]
+            k += 2
+        if k < d:
+            x0 = X[i, k]
+            for j in range(m):
+                proj[j] += x0 * W[k, j]
+        _cos_sin_row(proj, out[i, :m], out[i, m:], scale)
+    return out
+
+
+#: inputs at and below which the projection is formed row by row inside the loop (above: one GEMM)
+FUSED_MAX_INPUTS = 32
+#: cos/sin pairs from which the rows are split over the process's cores (each thread ~2 ms or more)
+THREADED_PAIRS = 1 << 20
+
+
+def over_row_ranges(n, pairs, rows):
+    """Call ``rows(a, b)`` (a jitted loop that releases the GIL) over [0, n): in one call below
+    :data:`THREADED_PAIRS` cos/sin pairs, else over one contiguous range per core in threads."""
+    workers = 1 if pairs < THREADED_PAIRS else min(len(os.sched_getaffinity(0)), pairs // THREADED_PAIRS, n)
+    if workers <= 1:
+        rows(0, n)
+        return
+    edges = [n * i // workers for i in range(workers + 1)]
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(rows, edges[:-1], edges[1:]))
+
+
+def fourier_features(X, W, out, scale):
+    """out = scale [cos(X W), sin(X W)] for X [N, d], W [d, m], out [N, 2m]; returns out.
+
+    Large outputs are written by one thread per core over row ranges (the loops release the GIL):
+    the cos/sin pass and its writes, not the projection, are most of the time at 10^6 x 2,000.
+    Few inputs use the fused loop; many use one GEMM for the projections first. The loops see
+    C-contiguous arrays only (one compiled specialisation each); a strided ``out`` (a block of a
+    concatenation's features) is written through a contiguous buffer."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    target = out if out.flags.c_contiguous else np.empty(out.shape)
+    n, m = X.shape[0], W.shape[1]
+    fused = W.shape[0] <= FUSED_MAX_INPUTS
+    P = None if fused else np.ascontiguousarray(X @ W)
+
+    def rows(a, b):
+        if fused:
+            projected_cos_sin(X[a:b], W, target[a:b], scale)
+        else:
+            cos_sin_columns(P[a:b], target[a:b], scale)
+
+    over_row_ranges(n, n * m, rows)
+    if target is not out:
+        out[:] = target
     return out
