@@ -132,3 +132,24 @@ def test_bad_input_gets_a_message_naming_it():
     for call, says in cases:
         with pytest.raises(ValueError, match=says):
             call()
+
+
+def test_the_invariant_kernel_is_invariant_and_its_evidence_pulls_ahead_as_images_arrive():
+    """Stamped 6 x 6 images whose y depends on the stamp only: the convolutional kernel does not see
+    where a stamp is (the SE kernel does), each model's cumulative sequential evidence ends at its
+    exact log p(y), and the invariant model ends far ahead, its later predictions tighter."""
+    from gpexplorer.primer import evidence_as_data_arrive, invariance_kernels, stamped_images
+    X, y, kinds = stamped_images(40, seed=0)
+    kernels = invariance_kernels()
+    image = np.zeros((6, 6))
+    image[1:3, 1:3] = 1.0
+    moved = np.roll(image, (2, 1), axis=(0, 1))
+    conv, se = kernels["convolutional"], kernels["se"]
+    pair = np.vstack([image.ravel(), moved.ravel()])
+    assert np.allclose(conv.K(pair[:1], X), conv.K(pair[1:], X)) and not np.allclose(se.K(pair[:1], X), se.K(pair[1:], X))
+    curves = evidence_as_data_arrive(kernels, X, y, 0.01)
+    for name, (terms, cumulative) in curves.items():
+        exact = ExactGPR(X, y[:, None], kernels[name], noise_variance=0.01).log_marginal_likelihood()
+        assert cumulative[-1] == pytest.approx(exact, rel=1e-9) and np.allclose(np.cumsum(terms), cumulative)
+    assert curves["convolutional"][1][-1] > curves["se"][1][-1] + 20
+    assert curves["convolutional"][0][20:].mean() > curves["se"][0][20:].mean()
