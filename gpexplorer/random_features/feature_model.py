@@ -45,6 +45,7 @@ class FeatureModel:
         sizes = [b.n_features for b in self.basis.blocks]
         self.block_sizes = np.array(sizes)
         self.n_features = int(self.block_sizes.sum())
+        self._block_starts = np.concatenate([[0], np.cumsum(self.block_sizes)[:-1]])
         validation.check_memory("the features Phi", 8 * X.shape[0] * self.n_features,
                                 "use fewer data points or features")
         self._weight_bounds = POSITIVE_RANGE
@@ -152,7 +153,7 @@ class FeatureModel:
 
     def block_sums(self, per_feature) -> np.ndarray | float:
         """Sum of a per-feature array within each block, shaped like ``weight_variance``."""
-        sums = np.add.reduceat(per_feature, np.concatenate([[0], np.cumsum(self.block_sizes)[:-1]]))
+        sums = np.add.reduceat(per_feature, self._block_starts)
         return float(sums[0]) if np.ndim(self.weight_variance) == 0 else sums
 
     def features(self, X=None) -> np.ndarray:

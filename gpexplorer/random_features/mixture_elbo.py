@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from gpexplorer.likelihoods import expected_log_density
-from gpexplorer.random_features.mixture_loops import pair_backward, pair_log_densities
+from gpexplorer.random_features.mixture_loops import log_prior_terms, pair_backward, pair_log_densities
 
 __all__ = ["entropy_bound", "expected_log_prior", "expected_log_likelihood", "LOG_2PI", "ESTIMATORS"]
 
@@ -65,12 +65,11 @@ def _pairs(K):
 
 
 def expected_log_prior(means, variances, lam):
-    """(value, d/dmeans, d/dvariances, d/dlam [D]) of (1/K) sum_k E_{q_k} log N(w | 0, diag lam)."""
-    K, D = means.shape
-    second = (means * means + variances).mean(0)  # (1/K) sum_k (m_k^2 + psi_k)
-    value = -0.5 * (D * LOG_2PI + np.log(lam).sum() + (second / lam).sum())
-    return value, -means / (K * lam), np.broadcast_to(-0.5 / (K * lam), means.shape).copy(), \
-        0.5 * second / (lam * lam) - 0.5 / lam
+    """(value, d/dmeans, d/dvariances, d/dlam [D]) of (1/K) sum_k E_{q_k} log N(w | 0, diag lam)
+    = -1/2 sum_d [log 2 pi lam_d + (1/K) sum_k (m_kd^2 + psi_kd) / lam_d]."""
+    dmeans, dvars, dlam = np.empty_like(means), np.empty_like(means), np.empty_like(lam)
+    value = log_prior_terms(means, variances, lam, dmeans, dvars, dlam)  # one jitted sweep
+    return value, dmeans, dvars, dlam
 
 
 def expected_log_likelihood(likelihood, Phi, Y, means, variances, *, estimator="quadrature", scale=1.0,

@@ -53,3 +53,23 @@ def pair_backward(means, variances, R, dmeans, dvars):
                 dvars[k, d] += u
                 dvars[j, d] += u
     return dmeans, dvars
+
+
+@njit_kernel_loop
+def log_prior_terms(means, variances, lam, dmeans, dvars, dlam):
+    """(1/K) sum_k E_{q_k} log N(w | 0, diag lam) (:func:`.mixture_elbo.expected_log_prior`) in one
+    sweep: returns the value and fills its gradients dmeans, dvars [K, D] and dlam [D]."""
+    K, D = means.shape
+    value = -0.5 * D * LOG_2PI
+    for d in range(D):
+        second = 0.0
+        for k in range(K):
+            second += means[k, d] * means[k, d] + variances[k, d]
+        second /= K
+        inv = 1.0 / lam[d]
+        value -= 0.5 * (math.log(lam[d]) + second * inv)
+        dlam[d] = 0.5 * (second * inv - 1.0) * inv
+        for k in range(K):
+            dmeans[k, d] = -means[k, d] * inv / K
+            dvars[k, d] = -0.5 * inv / K
+    return value
