@@ -46,8 +46,8 @@ class Basis:
     """Base class: a feature map with named hyperparameters (module docstring).
 
     Subclasses set ``n_features`` and implement ``_features(Xc, out)`` (fill and return ``out``),
-    ``_kernel(Xc, X2c)`` and, if
-    they have hyperparameters, ``_vjp(Xc, dPhi, Phi)`` on the selected columns Xc.
+    ``_kernel(Xc, X2c)`` and, if they have hyperparameters, ``_vjp(Xc, dPhi, Phi)`` on the
+    selected columns Xc.
     """
 
     #: registry name (set by subclasses)
@@ -283,7 +283,6 @@ class Concatenation(_Composite):
             p.checked_features(X, out[:, self._offsets[i]:self._offsets[i + 1]])
         return out
 
-
     def kernel(self, X, X2=None):
         return sum(p.kernel(X, X2) for p in self.parts)
 
@@ -318,7 +317,6 @@ class Product(_Composite):
         P1, P2 = self.parts[0].checked_features(X), self.parts[1].checked_features(X)
         out[:] = (P1[:, :, None] * P2[:, None, :]).reshape(X.shape[0], -1)
         return out
-
 
     def kernel(self, X, X2=None):
         return self.parts[0].kernel(X, X2) * self.parts[1].kernel(X, X2)
