@@ -4,7 +4,7 @@ Each lab is imported on first use (PEP 562), so a page loads only its own module
 
 import importlib
 
-_LABS = {"SparseRegressionLab": "gpexplorer.ui.sparse.lab", "LinearizedLab": "gpexplorer.ui.linearized.lab",
+_LABS = {"PrimerLab": "gpexplorer.ui.primer.lab", "SparseRegressionLab": "gpexplorer.ui.sparse.lab", "LinearizedLab": "gpexplorer.ui.linearized.lab",
          "BlackBoxLab": "gpexplorer.ui.black_box.lab", "ConvolutionalLab": "gpexplorer.ui.convolutional.lab",
          "RandomFeaturesLab": "gpexplorer.ui.random_features.lab"}
 __all__ = list(_LABS)

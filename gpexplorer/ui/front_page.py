@@ -17,6 +17,9 @@ FRONT_DIR = pathlib.Path(__file__).resolve().parent / "front"
 STATIC_ROUTE = "gpx-front"
 #: lab route -> (thumbnail file in FRONT_DIR, what you will see)
 LAB_CARDS = {
+    "primer": ("primer.png",
+               "The first lecture: prior samples, conditioning on points you click, two views of one Gaussian, "
+               "the evidence as sequential prediction and Occam's razor."),
     "sparse_regression": ("sparse_regression.png",
                           "The exact GP beside SoR, DTC, FITC and VFE: drag inducing inputs, watch every bound move."),
     "linearized": ("linearized.png",

@@ -35,11 +35,11 @@ from gpexplorer.ui.claims import CheckError, parse_check
 LESSONS_DIR = pathlib.Path(__file__).resolve().parent / "lessons"
 #: query keys of the lesson feature, which are not lab settings
 RESERVED_KEYS = ("lesson", "step", "presenter")
-LABS = {"sparse_regression": "Sparse regression lab", "linearized": "Linearised inference lab",
+LABS = {"primer": "GP primer", "sparse_regression": "Sparse regression lab", "linearized": "Linearised inference lab",
         "black_box": "Black-box inference lab", "convolutional": "Patches lab",
         "random_features": "Random-features lab"}
 #: lab route -> its package under gpexplorer/ui (settings, quantities, lab)
-LAB_PACKAGES = {"sparse_regression": "gpexplorer.ui.sparse", "linearized": "gpexplorer.ui.linearized",
+LAB_PACKAGES = {"primer": "gpexplorer.ui.primer", "sparse_regression": "gpexplorer.ui.sparse", "linearized": "gpexplorer.ui.linearized",
                 "black_box": "gpexplorer.ui.black_box", "convolutional": "gpexplorer.ui.convolutional",
                 "random_features": "gpexplorer.ui.random_features"}
 

@@ -13,7 +13,7 @@ __all__ = ["lab_page", "SIDEBAR_WIDTH"]
 
 SIDEBAR_WIDTH = 340  # pixels of the served page's sidebar; the Jupyter layout gives controls 330
 #: the URL path of each lab's page (apps/<name>.py), as lessons name them
-LAB_ROUTES = {"SparseRegressionLab": "sparse_regression", "LinearizedLab": "linearized", "BlackBoxLab": "black_box",
+LAB_ROUTES = {"PrimerLab": "primer", "SparseRegressionLab": "sparse_regression", "LinearizedLab": "linearized", "BlackBoxLab": "black_box",
               "ConvolutionalLab": "convolutional", "RandomFeaturesLab": "random_features"}
 
 

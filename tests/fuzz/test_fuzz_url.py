@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from gpexplorer.ui import url_state
 from gpexplorer.ui.black_box import settings as black_box_cfg
 from gpexplorer.ui.convolutional import settings as convolutional_cfg
+from gpexplorer.ui.primer import settings as primer_cfg
 from gpexplorer.ui.random_features import settings as random_features_cfg
 from gpexplorer.ui.linearized import settings as linearized_cfg
 from gpexplorer.ui.sparse import settings as sparse_cfg
@@ -43,6 +44,9 @@ def _sparse_check(settings_obj):
 
 
 LABS = {
+    # the kernel expression is any text here, as the black-box page's g is; the lab refuses what
+    # parse_kernel refuses with a badge (tests/ui/test_primer_logic.py, test_primer_page.py)
+    "primer": (primer_cfg.PrimerSettings, primer_cfg.url_parameters(), None),
     "sparse_regression": (sparse_cfg.LabSettings, sparse_cfg.url_parameters() + ["inducing_inputs"], _sparse_check),
     "linearized": (linearized_cfg.LinearizedSettings, linearized_cfg.url_parameters(), None),
     "black_box": (black_box_cfg.BlackBoxSettings, black_box_cfg.url_parameters(), None),

@@ -18,6 +18,7 @@ from gpexplorer.ui import serve
 from gpexplorer.ui.black_box.lab import BlackBoxLab
 from gpexplorer.ui.convolutional.lab import ConvolutionalLab
 from gpexplorer.ui.linearized.lab import LinearizedLab
+from gpexplorer.ui.primer.lab import PrimerLab
 from gpexplorer.ui.random_features.lab import RandomFeaturesLab
 from gpexplorer.ui.sparse.lab import SparseRegressionLab
 
@@ -40,7 +41,7 @@ def _issues(lab):
     return [f"{i.code} {i.name}: {i.text}" for i in issues.error + issues.warning]
 
 
-@pytest.mark.parametrize("make", [SparseRegressionLab, LinearizedLab, BlackBoxLab, ConvolutionalLab,
+@pytest.mark.parametrize("make", [PrimerLab, SparseRegressionLab, LinearizedLab, BlackBoxLab, ConvolutionalLab,
                                   RandomFeaturesLab], ids=lambda c: c.__name__)
 def test_every_lab_page_passes_bokehs_document_checks(make):
     assert _issues(make()) == []

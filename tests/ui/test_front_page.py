@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bokeh_page import ConsoleErrors
+from gpexplorer.ui.front_page import LAB_CARDS
 from gpexplorer.ui.lessons import load_lessons
 
 LESSONS = load_lessons()
@@ -33,7 +34,7 @@ def test_front_page_names_the_labs_and_lessons_with_real_images_and_no_foreign_r
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto(base + "/", timeout=LOAD_MS)
     expect(page.locator("h1")).to_have_text("gpexplorer")
-    for route in ("sparse_regression", "linearized", "black_box", "convolutional", "random_features"):
+    for route in LAB_CARDS:
         card = page.locator(f"#card-{route}")
         expect(card).to_be_visible()
         image = card.locator("img")
@@ -58,7 +59,7 @@ def test_the_lessons_are_above_the_fold_at_1600x1000_and_every_lab_links_back(pa
                for i in range(lessons.count())]
     assert max(bottoms) <= 1000, f"a lesson ends at {max(bottoms):.0f} px, below the fold of a 1600x1000 screen"
     page.screenshot(path=str(SCREENSHOTS / "front-page-1600x1000.png"))
-    for route in ("sparse_regression", "linearized", "black_box", "convolutional", "random_features"):
+    for route in LAB_CARDS:
         page.goto(f"{base}/{route}", timeout=LOAD_MS)
         home = page.locator("a", has_text="gpexplorer").first
         home.wait_for(state="visible", timeout=LOAD_MS)

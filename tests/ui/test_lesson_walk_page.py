@@ -19,7 +19,7 @@ from gpexplorer.ui.lessons import lab_module, load_lessons
 
 LESSONS = load_lessons()
 #: sources of each lab's main plot, one of which every lesson step of that lab fills
-MAIN_SOURCES = {"sparse_regression": ["mean-vfe"], "linearized": [f"latent-{m}" for m in ("egp", "ugp", "eks", "uks")],
+MAIN_SOURCES = {"primer": ["posterior"], "sparse_regression": ["mean-vfe"], "linearized": [f"latent-{m}" for m in ("egp", "ugp", "eks", "uks")],
                 "black_box": ["latent-fg", "latent-mog1"], "convolutional": ["tiles"],
                 "random_features": ["kernel-slice"]}
 LOAD_MS = 90_000

@@ -11,10 +11,10 @@ from bokeh_page import ConsoleErrors
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "assets" / "screenshots"
-APPS = {"sparse_regression": ROOT / "apps" / "sparse_regression.py", "linearized": ROOT / "apps" / "linearized.py",
+APPS = {"primer": ROOT / "apps" / "primer.py", "sparse_regression": ROOT / "apps" / "sparse_regression.py", "linearized": ROOT / "apps" / "linearized.py",
         "black_box": ROOT / "apps" / "black_box.py", "random_features": ROOT / "apps" / "random_features.py"}
 SIZES = [(1024, 768), (1280, 720)]
-MAIN_SOURCE = {"sparse_regression": "mean-vfe", "linearized": "latent-ugp", "black_box": "latent-fg",
+MAIN_SOURCE = {"primer": "posterior", "sparse_regression": "mean-vfe", "linearized": "latent-ugp", "black_box": "latent-fg",
                "random_features": "kernel-slice"}
 LOAD_MS = 90_000
 

@@ -25,12 +25,14 @@ from gpexplorer.ui.black_box import settings as black_box_cfg
 from gpexplorer.ui.black_box.lab import BlackBoxLab
 from gpexplorer.ui.convolutional import settings as convolutional_cfg
 from gpexplorer.ui.file_input import SizedFileInput
+from gpexplorer.ui.primer import settings as primer_cfg
 from gpexplorer.ui.random_features import settings as random_features_cfg
 from gpexplorer.ui.linearized import settings as linearized_cfg
 from gpexplorer.ui.sparse import settings as sparse_cfg
 from gpexplorer.ui.sparse.lab import SparseRegressionLab
 
 SETTINGS = {
+    "primer": (primer_cfg.PrimerSettings, primer_cfg.url_parameters()),
     "sparse_regression": (sparse_cfg.LabSettings, sparse_cfg.url_parameters() + ["inducing_inputs"]),
     "linearized": (linearized_cfg.LinearizedSettings, linearized_cfg.url_parameters()),
     "black_box": (black_box_cfg.BlackBoxSettings, black_box_cfg.url_parameters()),

@@ -1,0 +1,200 @@
+"""The served primer page (apps/primer.py) driven in a real browser.
+
+One ``panel serve`` process for the module; every test opens its own page (its own Bokeh session
+and ``PrimerLab``). The page is read through the named Bokeh sources
+(gpexplorer/ui/primer/figures.py) and the readouts' element ids (texts.py); a point is added by a
+real mouse click on the posterior plot and the kernel expression typed into its box, like a user.
+The screenshots are saved to ``assets/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import statistics
+
+import pytest
+from playwright.sync_api import expect
+
+from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, data_to_page, measure_latency,
+                        open_app, slider_handle, wait_for_change, wait_until_quiet)
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+APP = ROOT / "apps" / "primer.py"
+SCREENSHOTS = ROOT / "assets" / "screenshots"
+LOAD_MS = 90_000
+UPDATE_MS = 30_000
+
+#: every source's name and its row count on a fresh page (201 grid points, 5 prior samples, 4 data points)
+SOURCES = {"prior-samples": 5, "posterior": 201, "posterior-samples": 3, "data-points": 4, "pair-prior": 100,
+           "pair-posterior": 100, "pair-dots": 5, "evidence-bars": 4}
+
+_JS_PRIOR_FIRST = """() => { const d = Bokeh.documents[0].get_model_by_name('prior-samples').data;
+  const ys = d instanceof Map ? d.get('ys') : d.ys;
+  return Array.from(ys[0]).filter((_, i) => i % 8 === 0).map((v) => Math.round(v * 1e6)); }"""
+
+
+@pytest.fixture(scope="module")
+def lab_url(panel_server):
+    return panel_server(APP)
+
+
+@pytest.fixture(autouse=True)
+def patient_expect():
+    expect.set_options(timeout=UPDATE_MS)
+    yield
+    expect.set_options(timeout=None)
+
+
+@pytest.fixture
+def open_lab(page, lab_url):
+    """Factory ``open_lab(query, viewport) -> LabPage`` that waits for the first drawing; every page
+    is checked for browser errors and server tracebacks afterwards."""
+    opened = []
+
+    def _open(query="", viewport=(1600, 1000)):
+        page.set_default_timeout(UPDATE_MS)
+        page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+        lab = LabPage(page, ConsoleErrors(page), lab_url, len(lab_url.log_text()))
+        open_app(page, lab_url + query, timeout=LOAD_MS)
+        page.evaluate(WATCH_DOCUMENT_JS)
+        page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('evidence-bars').get_length() > 0",
+                               timeout=LOAD_MS)
+        opened.append(lab)
+        return lab
+
+    yield _open
+    for lab in opened:
+        wait_until_quiet(lab.page)
+        lab.assert_healthy()
+
+
+def _save(page, name):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / name
+    page.mouse.move(0, 0)
+    wait_until_quiet(page)
+    page.wait_for_timeout(500)  # a resized window's layout settles
+    png = page.screenshot(path=str(path))
+    assert len(png) > 40_000, f"{name}: screenshot suspiciously small ({len(png)} bytes)"
+    from PIL import Image
+
+    with Image.open(path) as image:
+        rgb = image.convert("RGB")
+        colours = rgb.getcolors(maxcolors=rgb.width * rgb.height)
+    assert colours is not None and len(colours) > 200, f"{name}: nearly uniform, a blank page?"
+    print(f"screenshot: {path}")
+
+
+#: how far the widest element of the main area reaches past the window's right edge, and what it is
+_JS_OVERFLOW = """() => { let widest = [0, '']; const walk = (root) => {
+  for (const el of root.querySelectorAll('.bk-Figure, .bk-Div, .bk-Row, .bk-panel-models-layout-Column, canvas, table, button')) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0 && r.right > widest[0]) widest = [r.right, el.tagName + '.' + el.className]; }
+  for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot); };
+  walk(document.getElementById('main') || document); return [widest[0] - window.innerWidth, widest[1]]; }"""
+
+
+def test_the_page_loads_with_data_in_every_source_and_a_click_adds_a_point(open_lab):
+    lab = open_lab()
+    page = lab.page
+    for name, length in SOURCES.items():
+        assert cds_length(page, name) == length, name
+    assert len(cds_data(page, "prior-samples")["ys"][0]) == 201
+    expect(page.locator("#main")).to_contain_text("log p(y) =")
+    expect(page.locator("#kernel-message")).to_have_attribute("data-state", "ok")
+    total = float(page.locator("#evidence-readout").get_attribute("data-total"))
+    assert total == pytest.approx(sum(cds_data(page, "evidence-bars")["term"]), abs=1e-9)
+    _save(page, "primer_large.png")
+
+    # a click on the posterior plot: the server's Tap callback adds a data point
+    px, py = data_to_page(page, "posterior-figure", 3.3, 0.0)
+    page.mouse.click(px, py)
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('data-points').get_length() === 5")
+    x = cds_data(page, "data-points")["x"][-1]
+    assert x == pytest.approx(3.3, abs=0.05)
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('evidence-bars').get_length() === 5")
+    expect(page.locator("#points-readout")).to_have_attribute("data-points", "5")
+
+    # the order reversed: other bars, the same sum
+    page.get_by_role("button", name="Reverse order").click()
+    expect(page.locator("#evidence-readout")).to_have_attribute("data-order", "4,3,2,1,0")
+    reversed_total = float(page.locator("#evidence-readout").get_attribute("data-total"))
+    assert reversed_total == pytest.approx(sum(cds_data(page, "evidence-bars")["term"]), abs=1e-9)
+
+    # the filter: a table of three lengthscales and grey lines on the posterior plot
+    page.get_by_role("button", name="Filter prior samples").click()
+    expect(page.locator("#filter-readout")).to_have_attribute("data-state", "done")
+    expect(page.locator("#filter-readout tr[data-lengthscale]")).to_have_count(3)
+    page.get_by_role("button", name="Clear points").click()
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('data-points').get_length() === 0")
+    expect(page.locator("#filter-readout")).to_have_attribute("data-state", "stale")
+    assert cds_length(page, "kept-samples") == 0
+
+
+def test_the_expression_box_takes_a_sum_and_refuses_a_power(open_lab):
+    lab = open_lab(viewport=(1024, 768))
+    page = lab.page
+    before = page.evaluate(_JS_PRIOR_FIRST)
+    box = page.get_by_placeholder("se + periodic * linear")
+    box.fill("se + periodic")
+    box.press("Enter")
+    expect(page.locator("#kernel-message")).to_contain_text("k = se + periodic")
+    wait_for_change(page, _JS_PRIOR_FIRST, before, timeout=UPDATE_MS)
+    expect(page).to_have_url(re.compile(r"[?&]kernel=se"))
+    now = page.evaluate(_JS_PRIOR_FIRST)
+    box.fill("se ** 2")
+    box.press("Enter")
+    message = page.locator("#kernel-message")
+    expect(message).to_have_attribute("data-state", "refused")
+    expect(message).to_contain_text("not allowed")
+    expect(message).to_be_visible()
+    assert page.evaluate(_JS_PRIOR_FIRST) == now  # the previous kernel stays
+
+    page.evaluate("() => (document.getElementById('main') || document.scrollingElement).scrollTo(0, 0)")
+    wait_until_quiet(page)
+    page.wait_for_timeout(500)
+    overflow = page.evaluate(_JS_OVERFLOW)
+    assert overflow[0] <= 2, f"the page is wider than a 1024 px screen: {overflow}"
+    box.fill("se")
+    box.press("Enter")
+    expect(message).to_have_attribute("data-state", "ok")
+    _save(page, "primer.png")
+
+
+def test_a_bad_expression_in_the_url_is_named(open_lab):
+    lab = open_lab("?kernel=se**2&x1=0.25")
+    page = lab.page
+    expect(page.locator("#badges")).to_contain_text("kernel")
+    expect(page.locator("#kernel-message")).to_contain_text("k = se")
+    assert cds_data(page, "pair-dots")["x"]  # drawn at x1 = 0.25
+
+
+#: what a slider move or a click may take, key press to the redrawn posterior, on a loaded CI machine
+#: (the issue's target is 100 ms; the measured values are printed: run with -s)
+LATENCY_LIMIT_MS = 600
+
+
+def test_sliders_and_clicks_redraw_the_posterior_promptly(open_lab):
+    """Clicks adding points and key presses on the lengthscale and noise sliders, timed in Chromium
+    from the input event to the changed source (the evidence bars for a click, the posterior for a
+    slider: browser -> server -> browser)."""
+    page = open_lab().page
+    wait_until_quiet(page)  # the first drawing has fully arrived before the clicks are timed
+    latencies = []
+    for k, x in enumerate((2.8, 3.2)):
+        px, py = data_to_page(page, "posterior-figure", x, 0.2)
+        latencies.append(measure_latency(page, "evidence-bars", lambda px=px, py=py: page.mouse.click(px, py),
+                                         from_last_input=True))
+        page.wait_for_function(f"() => Bokeh.documents[0].get_model_by_name('data-points').get_length() === {5 + k}")
+    for title, keys in (("Lengthscale", ["ArrowRight", "ArrowLeft"] * 3), ("Noise variance", ["ArrowRight", "ArrowLeft"])):
+        handle = slider_handle(page, title)
+        for key in keys:
+            def press(handle=handle, key=key):
+                handle.focus()
+                page.keyboard.press(key)
+            latencies.append(measure_latency(page, "posterior", press, from_last_input=True))
+    print("primer latencies (ms):", [round(v) for v in latencies])
+    print(f"primer latency median {statistics.median(latencies):.0f} ms, max {max(latencies):.0f} ms")
+    assert cds_length(page, "data-points") == 6
+    assert statistics.median(latencies) < LATENCY_LIMIT_MS
