@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import pathlib
 import re
 import time
 from typing import Any, Callable
@@ -451,3 +452,39 @@ def press_on_slider(page, title, key):
     page.keyboard.press(key)
     expect(handle).not_to_have_attribute("aria-valuenow", before)
     return float(handle.get_attribute("aria-valuenow"))
+
+
+#: how far the widest element of the main area reaches past the window's right edge, and what it is
+OVERFLOW_JS = """() => { let widest = [0, '']; const walk = (root) => {
+  for (const el of root.querySelectorAll('.bk-Figure, .bk-Div, .bk-Row, .bk-panel-models-layout-Column, canvas, table, button')) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0 && r.right > widest[0]) widest = [r.right, el.tagName + '.' + el.className]; }
+  for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot); };
+  walk(document.getElementById('main') || document); return [widest[0] - window.innerWidth, widest[1]]; }"""
+
+
+def overflow(page):
+    """(px past the window's right edge, the widest element) once the page is quiet and laid out."""
+    wait_until_quiet(page)
+    page.wait_for_timeout(500)  # a resized window's layout settles
+    return page.evaluate(OVERFLOW_JS)
+
+
+def save_screenshot(page, path, full_page=False, settle_ms=0):
+    """Write a screenshot to ``path`` once the page is quiet, failing on a suspiciously small or
+    nearly uniform image (a blank page)."""
+    from PIL import Image
+
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.mouse.move(0, 0)
+    wait_until_quiet(page)
+    if settle_ms:
+        page.wait_for_timeout(settle_ms)
+    png = page.screenshot(path=str(path), full_page=full_page)
+    assert len(png) > 40_000, f"{path.name}: screenshot suspiciously small ({len(png)} bytes)"
+    with Image.open(path) as image:
+        rgb = image.convert("RGB")
+        colours = rgb.getcolors(maxcolors=rgb.width * rgb.height)
+    assert colours is not None and len(colours) > 200, f"{path.name}: nearly uniform, a blank page?"
+    print(f"screenshot: {path}")

@@ -18,8 +18,8 @@ import statistics
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, data_to_page,
-                        measure_latency, open_app, wait_until_quiet)
+from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, data_to_page, measure_latency,
+                        open_app, overflow, save_screenshot, wait_until_quiet)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "convolutional.py"
@@ -90,37 +90,6 @@ def _stroke(page, box, points, n=28):
     page.mouse.up()
 
 
-def _save(page, name, full_page=False):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / name
-    page.mouse.move(0, 0)
-    wait_until_quiet(page)
-    png = page.screenshot(path=str(path), full_page=full_page)
-    assert len(png) > 40_000, f"{name}: screenshot suspiciously small ({len(png)} bytes)"
-    from PIL import Image
-
-    with Image.open(path) as image:
-        rgb = image.convert("RGB")
-        colours = rgb.getcolors(maxcolors=rgb.width * rgb.height)
-    assert colours is not None and len(colours) > 200, f"{name}: nearly uniform, a blank page?"
-    print(f"screenshot: {path}")
-
-
-#: how far the widest element of the main area reaches past the window's right edge, and what it is
-_JS_OVERFLOW = """() => { let widest = [0, '']; const walk = (root) => {
-  for (const el of root.querySelectorAll('.bk-Figure, .bk-Div, .bk-Row, .bk-panel-models-layout-Column, canvas, table, button')) {
-    const r = el.getBoundingClientRect();
-    if (r.width > 0 && r.height > 0 && r.right > widest[0]) widest = [r.right, el.tagName + '.' + el.className]; }
-  for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot); };
-  walk(document.getElementById('main') || document); return [widest[0] - window.innerWidth, widest[1]]; }"""
-
-
-def _overflow(page):
-    wait_until_quiet(page)
-    page.wait_for_timeout(500)  # a resized window's layout settles
-    return page.evaluate(_JS_OVERFLOW)
-
-
 def test_the_lab_fits_an_edit_moves_the_elbo_and_a_drawing_is_classified(open_lab):
     lab = open_lab(f"?{DIGITS}")
     page = lab.page
@@ -134,7 +103,7 @@ def test_the_lab_fits_an_edit_moves_the_elbo_and_a_drawing_is_classified(open_la
         .map((m) => m.name).filter((n) => typeof n === 'string' && /^[a-z][a-z0-9_+-]*$/.test(n))""")
     assert not sorted({n for n in names if names.count(n) > 1}), "a name is used by more than one model"
     expect(page.locator("#digit-readout")).to_have_attribute("data-state", "ready", timeout=FIT_MS)
-    _save(page, "convolutional-1600x1000.png")
+    save_screenshot(page, SCREENSHOTS / "convolutional-1600x1000.png")
 
     # tap the last tile (the largest q(u) mean): the editor holds that inducing patch
     tiles = cds_data(page, "tiles")
@@ -182,9 +151,9 @@ def test_the_lab_fits_an_edit_moves_the_elbo_and_a_drawing_is_classified(open_la
 
     page.set_viewport_size({"width": 1024, "height": 768})
     page.evaluate("() => (document.getElementById('main') || document.scrollingElement).scrollTo(0, 0)")
-    overflow = _overflow(page)
-    assert overflow[0] <= 2, f"the page is wider than a 1024 px screen: {overflow}"
-    _save(page, "convolutional-1024x768.png")
+    wide = overflow(page)
+    assert wide[0] <= 2, f"the page is wider than a 1024 px screen: {wide}"
+    save_screenshot(page, SCREENSHOTS / "convolutional-1024x768.png")
 
 
 def test_bad_url_values_are_named_the_race_draws_four_traces_live_and_cancel_stops_it(open_lab):
@@ -220,6 +189,6 @@ def test_presenter_mode_gives_the_tiles_the_width(open_lab):
         for (const r of Bokeh.index.roots) walk(r); return w; }""")
     assert width >= 0.6 * 1024, f"the tiles take {width:.0f} px of 1024"
     assert page.get_by_role("button", name="?", exact=True).count() >= 5  # the notes are folded
-    overflow = _overflow(page)
-    assert overflow[0] <= 2, f"the page is wider than a 1024 px screen: {overflow}"
-    _save(page, "presenter-convolutional-1024x768.png")
+    wide = overflow(page)
+    assert wide[0] <= 2, f"the page is wider than a 1024 px screen: {wide}"
+    save_screenshot(page, SCREENSHOTS / "presenter-convolutional-1024x768.png")

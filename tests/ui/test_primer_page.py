@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, data_to_page, measure_latency,
-                        open_app, slider_handle, wait_for_change, wait_until_quiet)
+                        open_app, overflow, save_screenshot, slider_handle, wait_for_change, wait_until_quiet)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "primer.py"
@@ -69,32 +69,6 @@ def open_lab(page, lab_url):
         lab.assert_healthy()
 
 
-def _save(page, name):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / name
-    page.mouse.move(0, 0)
-    wait_until_quiet(page)
-    page.wait_for_timeout(500)  # a resized window's layout settles
-    png = page.screenshot(path=str(path))
-    assert len(png) > 40_000, f"{name}: screenshot suspiciously small ({len(png)} bytes)"
-    from PIL import Image
-
-    with Image.open(path) as image:
-        rgb = image.convert("RGB")
-        colours = rgb.getcolors(maxcolors=rgb.width * rgb.height)
-    assert colours is not None and len(colours) > 200, f"{name}: nearly uniform, a blank page?"
-    print(f"screenshot: {path}")
-
-
-#: how far the widest element of the main area reaches past the window's right edge, and what it is
-_JS_OVERFLOW = """() => { let widest = [0, '']; const walk = (root) => {
-  for (const el of root.querySelectorAll('.bk-Figure, .bk-Div, .bk-Row, .bk-panel-models-layout-Column, canvas, table, button')) {
-    const r = el.getBoundingClientRect();
-    if (r.width > 0 && r.height > 0 && r.right > widest[0]) widest = [r.right, el.tagName + '.' + el.className]; }
-  for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot); };
-  walk(document.getElementById('main') || document); return [widest[0] - window.innerWidth, widest[1]]; }"""
-
-
 def test_the_page_loads_with_data_in_every_source_and_a_click_adds_a_point(open_lab):
     lab = open_lab()
     page = lab.page
@@ -105,7 +79,7 @@ def test_the_page_loads_with_data_in_every_source_and_a_click_adds_a_point(open_
     expect(page.locator("#kernel-message")).to_have_attribute("data-state", "ok")
     total = float(page.locator("#evidence-readout").get_attribute("data-total"))
     assert total == pytest.approx(sum(cds_data(page, "evidence-bars")["term"]), abs=1e-9)
-    _save(page, "primer_large.png")
+    save_screenshot(page, settle_ms=500, path=SCREENSHOTS / "primer-1600x1000.png")
 
     # a click on the posterior plot: the server's Tap callback adds a data point
     px, py = data_to_page(page, "posterior-figure", 3.3, 0.0)
@@ -154,12 +128,12 @@ def test_the_expression_box_takes_a_sum_and_refuses_a_power(open_lab):
     page.evaluate("() => (document.getElementById('main') || document.scrollingElement).scrollTo(0, 0)")
     wait_until_quiet(page)
     page.wait_for_timeout(500)
-    overflow = page.evaluate(_JS_OVERFLOW)
-    assert overflow[0] <= 2, f"the page is wider than a 1024 px screen: {overflow}"
+    wide = overflow(page)
+    assert wide[0] <= 2, f"the page is wider than a 1024 px screen: {wide}"
     box.fill("se")
     box.press("Enter")
     expect(message).to_have_attribute("data-state", "ok")
-    _save(page, "primer.png")
+    save_screenshot(page, settle_ms=500, path=SCREENSHOTS / "primer-1024x768.png")
 
 
 def test_a_bad_expression_in_the_url_is_named(open_lab):

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import expect
 
 from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, measure_latency, open_app,
-                        set_widget_value, slider_handle, wait_for_change, wait_until_quiet)
+                        overflow, save_screenshot, set_widget_value, slider_handle, wait_for_change, wait_until_quiet)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "random_features.py"
@@ -71,30 +71,6 @@ def open_lab(page, lab_url):
         lab.assert_healthy()
 
 
-def _save(page, name):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / name
-    page.mouse.move(0, 0)
-    wait_until_quiet(page)
-    png = page.screenshot(path=str(path))
-    assert len(png) > 40_000, f"{name}: screenshot suspiciously small ({len(png)} bytes)"
-    from PIL import Image
-
-    with Image.open(path) as image:
-        rgb = image.convert("RGB")
-        colours = rgb.getcolors(maxcolors=rgb.width * rgb.height)
-    assert colours is not None and len(colours) > 200, f"{name}: nearly uniform, a blank page?"
-    print(f"screenshot: {path}")
-
-
-#: how far the widest element of the main area reaches past the window's right edge, and what it is
-_JS_OVERFLOW = """() => { let widest = [0, '']; const walk = (root) => {
-  for (const el of root.querySelectorAll('.bk-Figure, .bk-Div, .bk-Row, .bk-panel-models-layout-Column, canvas, table, button')) {
-    const r = el.getBoundingClientRect();
-    if (r.width > 0 && r.height > 0 && r.right > widest[0]) widest = [r.right, el.tagName + '.' + el.className]; }
-  for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot); };
-  walk(document.getElementById('main') || document); return [widest[0] - window.innerWidth, widest[1]]; }"""
-
 #: the figures' boxes (name -> [left, top, right, bottom]) of every displayed figure of the page
 _JS_FIGURE_BOXES = """() => { const out = {};
   const walk = (v) => { const n = v.model && v.model.name;
@@ -107,12 +83,6 @@ _JS_FIGURE_BOXES = """() => { const out = {};
 #: the first error curve's values, rounded (to compare two readings)
 _JS_CURVE_0 = """() => { const d = Bokeh.documents[0].get_model_by_name('curve-0').data;
   const e = d instanceof Map ? d.get('error') : d.error; return Array.from(e).map((v) => Math.round(v * 1e6)); }"""
-
-
-def _overflow(page):
-    wait_until_quiet(page)
-    page.wait_for_timeout(500)  # a resized window's layout settles
-    return page.evaluate(_JS_OVERFLOW)
 
 
 def _overlapping(page):
@@ -152,7 +122,7 @@ def test_the_lab_draws_the_kernel_and_four_fits_and_its_sliders_answer_promptly(
     assert not sorted({n for n in names if names.count(n) > 1}), "a name is used by more than one model"
     readout = page.locator("#kernel-readout")
     expect(readout).to_have_attribute("data-features", "100")
-    _save(page, "random_features-1600x1000.png")
+    save_screenshot(page, SCREENSHOTS / "random_features-1600x1000.png")
 
     # D by the keyboard on its slider: each press redraws the slice, the maps and the curves' dots
     latencies = []
@@ -175,10 +145,10 @@ def test_the_lab_draws_the_kernel_and_four_fits_and_its_sliders_answer_promptly(
 
     page.set_viewport_size({"width": 1024, "height": 768})
     page.evaluate("() => (document.getElementById('main') || document.scrollingElement).scrollTo(0, 0)")
-    overflow = _overflow(page)
-    assert overflow[0] <= 2, f"the page is wider than a 1024 px screen: {overflow}"
+    wide = overflow(page)
+    assert wide[0] <= 2, f"the page is wider than a 1024 px screen: {wide}"
     assert _overlapping(page) == []
-    _save(page, "random_features-1024x768.png")
+    save_screenshot(page, SCREENSHOTS / "random_features-1024x768.png")
 
 
 def test_ard_a_refit_and_cancel_and_bad_url_values(open_lab):
@@ -223,7 +193,7 @@ def test_presenter_mode_gives_the_slice_the_width_at_1024x768(open_lab):
         for (const r of Bokeh.index.roots) walk(r); return w; }""")
     assert width >= 0.6 * 1024, f"the slice takes {width:.0f} px of 1024"
     assert page.get_by_role("button", name="?", exact=True).count() >= 7  # the intro and every note are folded
-    overflow = _overflow(page)
-    assert overflow[0] <= 2, f"the page is wider than a 1024 px screen: {overflow}"
+    wide = overflow(page)
+    assert wide[0] <= 2, f"the page is wider than a 1024 px screen: {wide}"
     assert _overlapping(page) == []
-    _save(page, "presenter-random_features-1024x768.png")
+    save_screenshot(page, SCREENSHOTS / "presenter-random_features-1024x768.png")
