@@ -40,14 +40,14 @@ def test_kernel_expressions_follow_precedence_and_refuse_everything_else():
 
 def test_prior_samples_have_the_kernel_as_covariance():
     Xs = np.linspace(0, 2, 6)[:, None]
-    samples, jitter = prior_samples(KERNEL, Xs, n_samples=40_000, seed=1)
+    samples, jitter = prior_samples(KERNEL, Xs, num_samples=40_000, seed=1)
     assert samples.shape == (40_000, 6) and jitter < 1e-8
     assert np.max(np.abs(np.cov(samples.T) - KERNEL.K(Xs))) < 0.05
 
 
 def test_conditioning_equals_the_exact_gp_and_two_views_agree():
     Xs = np.linspace(-0.5, 3.5, 30)[:, None]
-    post = condition(KERNEL, X, Y, NOISE, Xs, n_samples=3, seed=0)
+    post = condition(KERNEL, X, Y, NOISE, Xs, num_samples=3, seed=0)
     gp = ExactGPR(X, Y[:, None], KERNEL, noise_variance=NOISE)
     mean, var = (np.ravel(a) for a in gp.predict_f(Xs))
     assert np.allclose(post.mean, mean, atol=1e-9) and np.allclose(post.var_f, var, atol=1e-9)
@@ -105,7 +105,7 @@ def test_filtering_share_estimates_the_box_probability_and_p_of_y():
     assert all(a > b for a, b in zip(errors, errors[1:])) and errors[-1] < 2e-3
     previous = None
     for n in (20_000, 2_000_000):  # the share kept -> the box probability as the samples grow
-        f = occam_filter(KERNEL, X3, y3, 0.1, 0.1, n_samples=n, seed=7)
+        f = occam_filter(KERNEL, X3, y3, 0.1, 0.1, num_samples=n, seed=7)
         box = box_probability(KERNEL, X3, y3, 0.1, 0.1)
         se = math.sqrt(box * (1 - box) / n)
         assert abs(f.share - box) < 4 * se and f.log_evidence == pytest.approx(math.log(p_y))
@@ -113,7 +113,7 @@ def test_filtering_share_estimates_the_box_probability_and_p_of_y():
         assert previous is None or error < max(previous, 0.05)
         previous = error
     assert previous < 0.05
-    plot = occam_filter(KERNEL, X3, y3, 0.1, 0.3, n_samples=50_000, X_plot=np.linspace(0, 3, 25), keep=10)
+    plot = occam_filter(KERNEL, X3, y3, 0.1, 0.3, num_samples=50_000, X_plot=np.linspace(0, 3, 25), keep=10)
     assert plot.kept.shape == (10, 25)
 
 
@@ -124,7 +124,7 @@ def test_bad_input_gets_a_message_naming_it():
         (lambda: sequential_evidence(KERNEL, X[:0], Y[:0], NOISE), "1 <= N"),
         (lambda: sequential_evidence(KERNEL, X, Y, 0.0), "noise_variance"),
         (lambda: occam_filter(KERNEL, X, Y, NOISE, -1.0), "tolerance"),
-        (lambda: occam_filter(KERNEL, X, Y, NOISE, 0.1, n_samples=10 ** 12), "n_samples"),
+        (lambda: occam_filter(KERNEL, X, Y, NOISE, 0.1, num_samples=10 ** 12), "num_samples"),
         (lambda: condition(KERNEL, X, Y, NOISE, np.array([[np.inf]])), "Xnew"),
         (lambda: condition(KERNEL, X, Y[:3], NOISE, X), "y has 3 values"),
         (lambda: prior_samples(KERNEL, np.zeros((6000, 1))), "at most"),

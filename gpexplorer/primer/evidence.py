@@ -78,23 +78,23 @@ def sequential_evidence(kernel, X, y, noise_variance, order=None) -> SequentialE
 
 
 class OccamFilter(NamedTuple):
-    n_samples: int
+    num_samples: int
     n_kept: int
-    share: float  # n_kept / n_samples
+    share: float  # n_kept / num_samples
     volume: float  # (2 tolerance)^N
     density_estimate: float  # share / volume -> p(y) as tolerance -> 0
     log_evidence: float  # log p(y), exact
     kept: np.ndarray  # up to ``keep`` kept draws of f at the plotting inputs [k, P] (or at X)
 
 
-def occam_filter(kernel, X, y, noise_variance, tolerance, *, n_samples=100_000, seed=0, X_plot=None,
+def occam_filter(kernel, X, y, noise_variance, tolerance, *, num_samples=100_000, seed=0, X_plot=None,
                  keep=50) -> OccamFilter:
-    """Draw ``n_samples`` datasets from the prior, keep those within ``tolerance`` of y in every
+    """Draw ``num_samples`` datasets from the prior, keep those within ``tolerance`` of y in every
     coordinate (module docstring). ``X_plot``: inputs at which the kept functions are returned
     (drawn jointly with f(X)); default X."""
     X, y = _data(X, y)
     t = validation.positive("tolerance", tolerance, allow_array=False)
-    n = validation.count("n_samples", n_samples, minimum=1, maximum=MAX_FILTER_SAMPLES)
+    n = validation.count("num_samples", num_samples, minimum=1, maximum=MAX_FILTER_SAMPLES)
     keep = validation.count("keep", keep, minimum=0, maximum=10_000)
     s2 = validation.positive("noise_variance", noise_variance, allow_array=False)
     N = X.shape[0]

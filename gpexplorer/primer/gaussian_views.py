@@ -35,10 +35,10 @@ def _inputs(X, name="X"):
     return X
 
 
-def prior_samples(kernel, X, n_samples=5, seed=0):
-    """(samples [n_samples, N] of f(X) ~ N(0, K), the jitter the factorisation needed)."""
+def prior_samples(kernel, X, num_samples=5, seed=0):
+    """(samples [num_samples, N] of f(X) ~ N(0, K), the jitter the factorisation needed)."""
     X = _inputs(X)
-    n = validation.count("n_samples", n_samples, minimum=1, maximum=100_000)
+    n = validation.count("num_samples", num_samples, minimum=1, maximum=100_000)
     L, jitter = jittered_cholesky(kernel.K(X), _JITTER * max(1.0, float(np.max(kernel.Kdiag(X)))),
                                   what="the prior covariance K(X, X)", warn=False)
     e = np.random.default_rng(validation.seed(seed)).standard_normal((X.shape[0], n))
@@ -49,7 +49,7 @@ class Conditioned(NamedTuple):
     mean: np.ndarray  # E[f*] [S]
     var_f: np.ndarray  # Var[f*] [S]
     var_y: np.ndarray  # Var[y*] = Var[f*] + s2
-    samples: np.ndarray  # posterior draws of f* [n_samples, S]
+    samples: np.ndarray  # posterior draws of f* [num_samples, S]
     jitter: float  # added to the posterior covariance to draw the samples
 
 
@@ -67,14 +67,14 @@ def _posterior(kernel, X, y, s2, Xnew):
     return A.T @ sla.solve_triangular(L, y, lower=True, check_finite=False), Kss - A.T @ A
 
 
-def condition(kernel, X, y, noise_variance, Xnew, n_samples=0, seed=0) -> Conditioned:
+def condition(kernel, X, y, noise_variance, Xnew, num_samples=0, seed=0) -> Conditioned:
     """The posterior of f at Xnew given y at X (module docstring); no data gives the prior."""
     Xnew = _inputs(Xnew, "Xnew")
     s2 = validation.positive("noise_variance", noise_variance, allow_array=False)
     mean, cov = _posterior(kernel, X, y, s2, Xnew)
     var_f = np.maximum(np.diag(cov).copy(), 0.0)
     samples, jitter = np.zeros((0, Xnew.shape[0])), 0.0
-    n = validation.count("n_samples", n_samples, minimum=0, maximum=10_000)
+    n = validation.count("num_samples", num_samples, minimum=0, maximum=10_000)
     if n:
         scale = max(1.0, float(np.max(kernel.Kdiag(Xnew))))
         C, jitter = jittered_cholesky(cov, _JITTER * scale, what="the posterior covariance", warn=False)

@@ -47,7 +47,7 @@ def test_the_default_state_renders_every_view_from_the_library(lab):
     np.testing.assert_allclose(np.array(prior["ys"]), expected, atol=1e-12)
     X, y = points(lab)
     assert len(lab.X) == 4 and np.array_equal(data(lab.posterior_chart.points)["x"], X[:, 0])
-    c = primer.condition(lab.kernel, X, y, s.noise_variance, cfg.GRID[:, None], n_samples=3, seed=s.seed + 1)
+    c = primer.condition(lab.kernel, X, y, s.noise_variance, cfg.GRID[:, None], num_samples=3, seed=s.seed + 1)
     band = data(lab.posterior_chart.band)
     np.testing.assert_allclose(band["mean"], c.mean, atol=1e-12)
     np.testing.assert_allclose(band["f_upper"] - band["mean"], 2 * np.sqrt(c.var_f), atol=1e-12)
@@ -162,7 +162,7 @@ def test_the_filter_readout_matches_occam_filter_called_directly(lab):
     for k, (role, lengthscale) in enumerate(((("too short", cfg.SHORT), ("this page's", s.lengthscale),
                                               ("too long", cfg.LONG)))):
         direct = primer.occam_filter(cfg.kernel_for("se", lengthscale, s.variance), X, y, s.noise_variance,
-                                     s.tolerance, n_samples=100_000, seed=s.seed,
+                                     s.tolerance, num_samples=100_000, seed=s.seed,
                                      X_plot=cfg.FILTER_GRID[:, None] if k == 1 else None, keep=50 if k == 1 else 0)
         row = lab.filter_readout.object.split(f'data-role="{role}"')[1]
         assert float(row.split('data-share="')[1].split('"')[0]) == direct.share

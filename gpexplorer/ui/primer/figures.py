@@ -33,8 +33,8 @@ def source(name, data):
     return ColumnDataSource(dict(data), name=name)
 
 
-def _lines(samples):
-    return {"xs": [GRID] * len(samples), "ys": [np.asarray(s) for s in samples]}
+def _lines(draws):
+    return {"xs": [GRID] * len(draws), "ys": [np.asarray(s) for s in draws]}
 
 
 def _markers(fig):
@@ -55,11 +55,11 @@ class PriorFigure:
         legend.items.append(legend_item("prior samples", [lines]))
         self.figure = fig
 
-    def update(self, samples, name, x1, x2):
-        data = _lines(samples)
-        assign(self.src, {**data, "colour": list(SAMPLE_COLOURS[:len(samples)])}, unless_equal=True)
+    def update(self, draws, name, x1, x2):
+        data = _lines(draws)
+        assign(self.src, {**data, "colour": list(SAMPLE_COLOURS[:len(draws)])}, unless_equal=True)
         self.markers[0].location, self.markers[1].location = float(x1), float(x2)
-        self.figure.title.text = f"Prior: {len(samples)} functions drawn from a GP with k = {name}"
+        self.figure.title.text = f"Prior: {len(draws)} functions drawn from a GP with k = {name}"
 
 
 class PosteriorFigure:

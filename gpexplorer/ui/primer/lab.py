@@ -190,7 +190,7 @@ class PrimerLab(LabBase):
         try:
             self.prior, _ = primer.prior_samples(k, grid, cfg.N_PRIOR, seed=s.seed)
             data = (X, y) if len(self.X) else (None, None)
-            self.conditioned = primer.condition(k, *data, s.noise_variance, grid, n_samples=cfg.N_POSTERIOR,
+            self.conditioned = primer.condition(k, *data, s.noise_variance, grid, num_samples=cfg.N_POSTERIOR,
                                                 seed=s.seed + 1)
             self.pair = (primer.pair_marginal(k, s.x1, s.x2),
                          primer.pair_marginal(k, s.x1, s.x2, *data, noise_variance=s.noise_variance))
@@ -221,7 +221,7 @@ class PrimerLab(LabBase):
         s = self.settings
         return dict(kernel=cfg.kernel_for(self.kernel_used, lengthscale, s.variance),
                     X=np.asarray(self.X, dtype=float)[:, None], y=np.asarray(self.y, dtype=float),
-                    noise_variance=s.noise_variance, tolerance=s.tolerance, n_samples=cfg.FILTER_SAMPLES,
+                    noise_variance=s.noise_variance, tolerance=s.tolerance, num_samples=cfg.FILTER_SAMPLES,
                     seed=s.seed, X_plot=cfg.FILTER_GRID[:, None] if current else None, keep=50 if current else 0)
 
     def run_filter(self):

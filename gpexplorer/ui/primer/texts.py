@@ -97,7 +97,7 @@ def filter_html(results=None, tolerance=None, message=None, stale=False):
     for role, lengthscale, r in results:
         rows.append(f'<tr data-lengthscale="{lengthscale:.6g}" data-role="{role}" data-share="{r.share:.12g}" '
                     f'data-kept="{r.n_kept}" data-log-evidence="{r.log_evidence:.12g}"><td>{lengthscale:.3g}</td>'
-                    f"<td style='text-align:left'>{role}</td><td>{r.n_kept} / {r.n_samples:,}</td>"
+                    f"<td style='text-align:left'>{role}</td><td>{r.n_kept} / {r.num_samples:,}</td>"
                     f"<td>{r.share:.2e}</td><td>{_num(r.density_estimate)}</td><td>{r.log_evidence:.2f}</td></tr>")
     return (f'{STYLE}<table id="filter-readout" class="gpx-table" data-state="done">{head}{"".join(rows)}</table>'
             f'<div style="font-size:0.85em">Tolerance t = {tolerance:g}; grey lines in the posterior plot: up to 50 '
