@@ -36,20 +36,20 @@ LAB_CARDS = {
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}
-header{background:#1f3b57;color:white;padding:18px 32px}
+header{background:#1f3b57;color:white;padding:14px 32px}
 header h1{margin:0;font-size:1.7em}
 header p{margin:6px 0 0;max-width:60em;line-height:1.4}
-main{padding:16px 32px;max-width:1500px}
-.cards{display:flex;flex-wrap:wrap;gap:20px}
-.card{background:white;border:1px solid #d5dbe3;border-radius:10px;width:282px;overflow:hidden;
+main{padding:12px 32px;max-width:1600px}
+.cards{display:flex;flex-wrap:wrap;gap:16px}
+.card{background:white;border:1px solid #d5dbe3;border-radius:10px;width:236px;overflow:hidden;
  text-decoration:none;color:inherit;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 .card:hover{box-shadow:0 3px 10px rgba(0,0,0,.18)}
-.card img{width:100%;height:150px;object-fit:cover;object-position:top left;display:block;border-bottom:1px solid #e3e7ec}
+.card img{width:100%;height:112px;object-fit:cover;object-position:top left;display:block;border-bottom:1px solid #e3e7ec}
 .card h2{margin:8px 14px 2px;font-size:1.15em}
 .card p{margin:0 14px 10px;line-height:1.3}
 h2.section{margin:20px 0 4px}
 ol.lessons{padding-left:1.2em;columns:2 640px;column-gap:40px;margin:4px 0}
-ol.lessons li{margin:0 0 10px;line-height:1.3;break-inside:avoid}
+ol.lessons li{margin:0 0 8px;line-height:1.3;break-inside:avoid}
 ol.lessons .lab{color:#5a6677;font-size:.9em}
 """
 
