@@ -34,6 +34,8 @@ class PrimerLab(LabBase):
     """The primer page; ``PrimerLab()`` in Jupyter or a served app file."""
 
     state_filename = "gpexplorer-primer.json"
+    #: the page's one action (the filter) finishes inside its call: no background job to wait for
+    actions_run_inline = True
 
     def __init__(self, **params):
         super().__init__(cfg.PrimerSettings(), **params)
