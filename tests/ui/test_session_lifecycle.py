@@ -226,9 +226,11 @@ def test_a_served_page_releases_memory_once_its_session_is_destroyed(served, mon
         assert time.monotonic() < deadline, "no memory release after the sessions were destroyed"
         time.sleep(0.1)
     time.sleep(sessions.RELEASE_DELAY_S + 0.5)
-    ours = [t for t, sid in destroyed if sid in mine]
-    assert len(mine) >= 2 and len(ours) == len(mine), \
-        f"expected this test's {len(mine)} sessions destroyed, saw {len(ours)} (and {len(destroyed) - len(ours)} others)"
+    # each of this test's sessions destroyed (under load Bokeh has delivered one session's destroy
+    # callback twice, 3 s apart; a repeat only schedules a release that is coalesced or redundant)
+    ours = {sid for _, sid in destroyed if sid in mine}
+    assert len(mine) >= 2 and ours == mine, \
+        f"expected this test's {len(mine)} sessions destroyed, saw {len(ours)} (and {len(destroyed)} events in all)"
     windows, start = 0, None
     for t in sorted(t for t, _ in destroyed):  # a release coalesces every destroy until it runs
         if start is None or t > start + sessions.RELEASE_DELAY_S:
