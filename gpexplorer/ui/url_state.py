@@ -222,3 +222,16 @@ def describe(rejected: dict) -> str:
 def _key(key: str) -> str:
     """A key as the badge names it: at most 40 characters."""
     return key if len(key) <= 40 else key[:37] + "..."
+
+
+def grouped_names(groups) -> list:
+    """Every setting of ``groups`` (panel title -> names), in display order: what a lab's URL carries."""
+    return [name for names in groups.values() for name in names]
+
+
+def order_controls(cls, names):
+    """Give the settings ``names`` of the Param class ``cls`` increasing precedence (the controls'
+    order on the page); returns cls."""
+    for i, name in enumerate(names):
+        cls.param[name].precedence = 1 + i
+    return cls

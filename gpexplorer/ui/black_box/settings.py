@@ -13,6 +13,7 @@ import inspect
 import param
 
 from gpexplorer.likelihoods import LIKELIHOODS, TYPED_LIKELIHOODS
+from gpexplorer.ui import url_state
 
 DATASETS = {"Coal-mining disasters (LGCP)": "coal", "Breast cancer (30-D binary)": "cancer",
             "1-D binary toy": "toy_binary", "1-D Gaussian toy": "toy_gaussian", "Uploaded CSV": "upload"}
@@ -99,11 +100,6 @@ class BlackBoxSettings(param.Parameterized):
         self._show("control_variate", self.estimator == "score")
 
 
-def _order(cls):
-    for i, name in enumerate(url_parameters()):
-        cls.param[name].precedence = 1 + i
-    return cls
-
 
 def control_groups():
     """Parameter names of each control panel, in display order."""
@@ -116,7 +112,7 @@ def control_groups():
 
 def url_parameters():
     """Settings mirrored in the URL (all of them)."""
-    return [name for group in control_groups().values() for name in group]
+    return url_state.grouped_names(control_groups())
 
 
 def likelihood_name(s, problem):
@@ -147,4 +143,4 @@ def fit_context(s):
     return tuple(getattr(s, n) for n in DATA + MODEL)
 
 
-_order(BlackBoxSettings)
+url_state.order_controls(BlackBoxSettings, url_parameters())

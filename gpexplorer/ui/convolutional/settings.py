@@ -11,6 +11,7 @@ import param
 
 from gpexplorer.convolutional_fits import DIGIT_DEFAULTS
 from gpexplorer.inducing.patches import PATCH_INITIALISATIONS
+from gpexplorer.ui import url_state
 
 DATASETS = {"Rectangles (28x28 binary, tall vs wide)": "rectangles", "MNIST 0 vs 1": "mnist01"}
 KERNELS = {"Convolutional": "conv", "Weighted convolutional": "weighted"}
@@ -85,13 +86,8 @@ def control_groups():
 
 def url_parameters():
     """Settings mirrored in the URL (all of them)."""
-    return [name for group in control_groups().values() for name in group]
+    return url_state.grouped_names(control_groups())
 
-
-def _order(cls):
-    for i, name in enumerate(url_parameters()):
-        cls.param[name].precedence = 1 + i
-    return cls
 
 
 def fit_options(s):
@@ -113,4 +109,4 @@ def race_context(s):
     return tuple(getattr(s, n) for n in DATA + MODEL if n != "kernel")
 
 
-_order(PatchesSettings)
+url_state.order_controls(PatchesSettings, url_parameters())

@@ -24,6 +24,7 @@ from gpexplorer.linearized.comparison import METHODS, ComparisonSettings, Invers
 from gpexplorer import kernels
 from gpexplorer.random_features.fourier import fourier_kernels
 from gpexplorer.ui.uploads import read_upload
+from gpexplorer.ui import url_state
 
 DEFAULTS = ComparisonSettings()
 FORWARD_CHOICES = {**{name: name for name in SCALAR_FORWARD_MODELS}, "custom expression": "custom"}
@@ -154,7 +155,7 @@ def control_groups():
 
 def url_parameters():
     """Settings mirrored in the URL query string (all of them)."""
-    return [name for group in control_groups().values() for name in group]
+    return url_state.grouped_names(control_groups())
 
 
 # --- forward model and data -----------------------------------------------------------------

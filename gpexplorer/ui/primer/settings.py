@@ -12,6 +12,7 @@ import numpy as np
 import param
 
 from gpexplorer.kernels.expression import MAX_LENGTH, parse_kernel
+from gpexplorer.ui import url_state
 
 #: the function plots' inputs: x in [-1, 4] on a 0.025 grid (the x1 / x2 sliders move on it)
 GRID = np.linspace(-1.0, 4.0, 201)
@@ -68,13 +69,8 @@ def control_groups():
 
 def url_parameters():
     """Settings mirrored in the URL (all of them)."""
-    return [name for group in control_groups().values() for name in group]
+    return url_state.grouped_names(control_groups())
 
-
-def _order(cls):
-    for i, name in enumerate(url_parameters()):
-        cls.param[name].precedence = 1 + i
-    return cls
 
 
 def kernel_for(expression, lengthscale, variance):
@@ -93,4 +89,4 @@ def kernel_for(expression, lengthscale, variance):
     return kernel
 
 
-_order(PrimerSettings)
+url_state.order_controls(PrimerSettings, url_parameters())

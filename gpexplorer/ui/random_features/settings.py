@@ -12,6 +12,7 @@ from __future__ import annotations
 import param
 
 from gpexplorer.random_features.lab_backend import FIT_DEFAULTS, MAX_FEATURES, basis_choices
+from gpexplorer.ui import url_state
 
 #: which settings redraw what: the kernel views (at once), the four fits, the weight view, the ARD fit
 KERNEL = ("basis", "lengthscale", "n_features", "seed", "x0", "dim")
@@ -80,13 +81,8 @@ def control_groups():
 
 def url_parameters():
     """Settings mirrored in the URL (all of them)."""
-    return [name for group in control_groups().values() for name in group]
+    return url_state.grouped_names(control_groups())
 
-
-def _order(cls):
-    for i, name in enumerate(url_parameters()):
-        cls.param[name].precedence = 1 + i
-    return cls
 
 
 def fit_options(s):
@@ -113,4 +109,4 @@ def weight_pick(s):
     return None if s.weights_auto else (int(s.weight_i), int(s.weight_j))
 
 
-_order(RandomFeaturesSettings)
+url_state.order_controls(RandomFeaturesSettings, url_parameters())

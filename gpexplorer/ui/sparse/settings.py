@@ -19,6 +19,7 @@ from gpexplorer.inducing import InducingFeature
 from gpexplorer.ui.sparse import features
 from gpexplorer.ui.sparse.features import FEATURE_SETTINGS, feature_choices, supports, uses
 from gpexplorer.ui.uploads import read_upload
+from gpexplorer.ui import url_state
 
 DATASETS = {"Snelson (200)": "snelson", "Snelson-100": "snelson100", "mcycle": "mcycle",
             "1-D synthetic": "synthetic1d", "4-D problem (thesis 3.2.4)": "thesis4d",
@@ -171,7 +172,7 @@ def control_groups():
 
 def url_parameters():
     """Settings mirrored in the URL query string (all of them)."""
-    return [name for group in control_groups().values() for name in group]
+    return url_state.grouped_names(control_groups())
 
 
 def make_kernel(s: LabSettings):
