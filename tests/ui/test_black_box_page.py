@@ -14,7 +14,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_length, open_app, wait_until_quiet
+from bokeh_page import (cds_length, lab_opener, wait_until_quiet)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "black_box.py"
@@ -46,28 +46,17 @@ def patient_expect():
     expect.set_options(timeout=None)
 
 
+def _fitted(page, fitted=True):
+    if fitted:
+        page.wait_for_function(f"() => {length_js('latent-fg')[6:]} > 0", timeout=FIT_MS)
+        expect(page.locator("#job-status")).to_have_attribute("data-state", "done", timeout=FIT_MS)
+
+
 @pytest.fixture
 def open_lab(page, lab_url):
     """Factory ``open_lab(query="", fitted=True, viewport=None) -> LabPage``; ``fitted`` waits for
     the first fit's latent curves. Every page is checked for errors afterwards."""
-    opened = []
-
-    def _open(query="", fitted=True, viewport=None):
-        page.set_default_timeout(UPDATE_MS)
-        page.set_viewport_size(viewport or VIEWPORT)
-        lab = LabPage(page, ConsoleErrors(page), lab_url, len(lab_url.log_text()))
-        open_app(page, lab_url + query, timeout=LOAD_MS)
-        page.evaluate(WATCH_DOCUMENT_JS)
-        if fitted:
-            page.wait_for_function(f"() => {length_js('latent-fg')[6:]} > 0", timeout=FIT_MS)
-            expect(page.locator("#job-status")).to_have_attribute("data-state", "done", timeout=FIT_MS)
-        opened.append(lab)
-        return lab
-
-    yield _open
-    for lab in opened:
-        wait_until_quiet(lab.page)
-        lab.assert_healthy()
+    yield from lab_opener(page, lab_url, _fitted, update_ms=UPDATE_MS, load_ms=LOAD_MS, viewport=VIEWPORT)
 
 
 def test_page_loads_fits_and_fills_every_view(open_lab):

@@ -19,9 +19,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, data_to_page,
-                        measure_latency, open_app, press_on_slider, slider_handle, wait_for_change,
-                        wait_until_quiet)
+from bokeh_page import (cds_data, cds_length, data_to_page, lab_opener, measure_latency, press_on_slider,
+                        slider_handle, wait_for_change, wait_until_quiet)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "linearized.py"
@@ -54,27 +53,15 @@ def patient_expect():
     expect.set_options(timeout=None)
 
 
+def _drawn(page):
+    page.wait_for_function("() => { const s = Bokeh.documents[0].get_model_by_name('closeup-g');"
+                           " return s != null && s.get_length() > 0; }", timeout=LOAD_MS)
+
+
 @pytest.fixture
 def open_lab(page, lab_url):
     """Factory ``open_lab(query="", viewport=None) -> LabPage``; pages are checked afterwards."""
-    opened = []
-
-    def _open(query="", viewport=None):
-        page.set_default_timeout(UPDATE_MS)
-        if viewport:
-            page.set_viewport_size(viewport)
-        lab = LabPage(page, ConsoleErrors(page), lab_url, len(lab_url.log_text()))
-        open_app(page, lab_url + query, timeout=LOAD_MS)
-        page.evaluate(WATCH_DOCUMENT_JS)
-        page.wait_for_function("() => { const s = Bokeh.documents[0].get_model_by_name('closeup-g');"
-                               " return s != null && s.get_length() > 0; }", timeout=LOAD_MS)
-        opened.append(lab)
-        return lab
-
-    yield _open
-    for lab in opened:
-        wait_until_quiet(lab.page)
-        lab.assert_healthy()
+    yield from lab_opener(page, lab_url, _drawn, update_ms=UPDATE_MS, load_ms=LOAD_MS)
 
 
 @pytest.fixture

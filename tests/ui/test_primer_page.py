@@ -16,8 +16,8 @@ import statistics
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, data_to_page, measure_latency,
-                        open_app, overflow, save_screenshot, slider_handle, wait_for_change, wait_until_quiet)
+from bokeh_page import (cds_data, cds_length, data_to_page, lab_opener, measure_latency, overflow, save_screenshot,
+                        slider_handle, wait_for_change, wait_until_quiet)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "primer.py"
@@ -46,27 +46,16 @@ def patient_expect():
     expect.set_options(timeout=None)
 
 
+def _drawn(page):
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('evidence-bars').get_length() > 0",
+                           timeout=LOAD_MS)
+
+
 @pytest.fixture
 def open_lab(page, lab_url):
     """Factory ``open_lab(query, viewport) -> LabPage`` that waits for the first drawing; every page
     is checked for browser errors and server tracebacks afterwards."""
-    opened = []
-
-    def _open(query="", viewport=(1600, 1000)):
-        page.set_default_timeout(UPDATE_MS)
-        page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
-        lab = LabPage(page, ConsoleErrors(page), lab_url, len(lab_url.log_text()))
-        open_app(page, lab_url + query, timeout=LOAD_MS)
-        page.evaluate(WATCH_DOCUMENT_JS)
-        page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('evidence-bars').get_length() > 0",
-                               timeout=LOAD_MS)
-        opened.append(lab)
-        return lab
-
-    yield _open
-    for lab in opened:
-        wait_until_quiet(lab.page)
-        lab.assert_healthy()
+    yield from lab_opener(page, lab_url, _drawn, update_ms=UPDATE_MS, load_ms=LOAD_MS, viewport=(1600, 1000))
 
 
 def test_the_page_loads_with_data_in_every_source_and_a_click_adds_a_point(open_lab):

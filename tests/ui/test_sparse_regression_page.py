@@ -25,9 +25,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, cds_length, data_to_page,
-                        drag_point, open_app, press_on_slider, set_widget_value, slider_handle,
-                        wait_for_change, wait_until_quiet)
+from bokeh_page import (cds_data, cds_length, data_to_page, drag_point, lab_opener, press_on_slider, set_widget_value,
+                        slider_handle, wait_for_change, wait_until_quiet)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "sparse_regression.py"
@@ -60,31 +59,18 @@ def patient_expect():
     expect.set_options(timeout=None)  # back to Playwright's default for other modules
 
 
+def _drawn(page, expect_m=DEFAULT_M):
+    wait_for_inducing(page, expect_m, timeout=LOAD_MS)
+    wait_for_whole_page(page, timeout=LOAD_MS)
+
+
 @pytest.fixture
 def open_lab(page, lab_url):
-    """Factory ``open_lab(query="", viewport=None) -> LabPage``: load the lab in ``page``.
-
-    Waits until the page shows the inducing markers the query asks for (default M = 15). After
-    the test, once the page is quiet, it must still be healthy (see ``LabPage.assert_healthy``).
+    """Factory ``open_lab(query="", viewport=None, expect_m=DEFAULT_M) -> LabPage``: load the lab in
+    ``page``. Waits until the page shows the inducing markers the query asks for (default M = 15).
+    After the test, once the page is quiet, it must still be healthy (see ``LabPage.assert_healthy``).
     """
-    opened = []
-
-    def _open(query="", viewport=None, expect_m=DEFAULT_M):
-        page.set_default_timeout(UPDATE_MS)
-        if viewport:
-            page.set_viewport_size(viewport)
-        lab = LabPage(page, ConsoleErrors(page), lab_url, len(lab_url.log_text()))
-        open_app(page, lab_url + query, timeout=LOAD_MS)
-        page.evaluate(WATCH_DOCUMENT_JS)
-        wait_for_inducing(page, expect_m, timeout=LOAD_MS)
-        wait_for_whole_page(page, timeout=LOAD_MS)
-        opened.append(lab)
-        return lab
-
-    yield _open
-    for lab in opened:
-        wait_until_quiet(lab.page)
-        lab.assert_healthy()
+    yield from lab_opener(page, lab_url, _drawn, update_ms=UPDATE_MS, load_ms=LOAD_MS)
 
 
 @pytest.fixture
