@@ -37,7 +37,7 @@ from gpexplorer import validation
 from gpexplorer.random_features.bases import Basis, lengthscale_parameter
 from gpexplorer.random_features.hadamard_loops import fastfood_features, fastfood_project, fastfood_project_transpose
 from gpexplorer.random_features.spectral import stationary_kernel
-from gpexplorer.random_features.trig_loops import over_row_ranges
+from gpexplorer.random_features.trig_loops import fill_rows
 from gpexplorer.validation.arrays import as_float_array
 
 __all__ = ["FastfoodBasis"]
@@ -110,16 +110,12 @@ class FastfoodBasis(Basis):
         if out is None:
             out = self._output(Xc.shape[0], None)
         X = np.ascontiguousarray(Xc, dtype=float)
-        target = out if out.flags.c_contiguous else np.empty(out.shape)  # one compiled layout
         scale = 1.0 / np.sqrt(self.n_frequencies)
 
-        def rows(a, b):
+        def rows(target, a, b):
             fastfood_features(X[a:b], self._diagonals, self._perms, target[a:b], scale)
 
-        over_row_ranges(X.shape[0], X.shape[0] * self.n_frequencies, rows)
-        if target is not out:
-            out[:] = target
-        return out
+        return fill_rows(out, X.shape[0] * self.n_frequencies, rows)
 
     def _kernel(self, Xc, X2c):
         return stationary_kernel("rbf", Xc, X2c, self._values["lengthscale"])

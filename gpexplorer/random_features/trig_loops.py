@@ -101,16 +101,24 @@ FUSED_MAX_INPUTS = 32
 THREADED_PAIRS = 1 << 20
 
 
-def over_row_ranges(n, pairs, rows):
-    """Call ``rows(a, b)`` (a jitted loop that releases the GIL) over [0, n): in one call below
-    :data:`THREADED_PAIRS` cos/sin pairs, else over one contiguous range per core in threads."""
+def fill_rows(out, pairs, rows):
+    """Fill ``out`` [N, ...] by ``rows(target, a, b)`` (a jitted loop that releases the GIL, writing
+    rows a..b of ``target``): in one call below :data:`THREADED_PAIRS` cos/sin pairs, else over one
+    contiguous range of rows per core in threads. The loops see C-contiguous arrays only (one
+    compiled specialisation each), so a strided ``out`` (a block of a concatenation's features) is
+    written through a contiguous buffer. Returns out."""
+    n = out.shape[0]
+    target = out if out.flags.c_contiguous else np.empty(out.shape)
     workers = 1 if pairs < THREADED_PAIRS else min(len(os.sched_getaffinity(0)), pairs // THREADED_PAIRS, n)
     if workers <= 1:
-        rows(0, n)
-        return
-    edges = [n * i // workers for i in range(workers + 1)]
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(rows, edges[:-1], edges[1:]))
+        rows(target, 0, n)
+    else:
+        edges = [n * i // workers for i in range(workers + 1)]
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda a, b: rows(target, a, b), edges[:-1], edges[1:]))
+    if target is not out:
+        out[:] = target
+    return out
 
 
 def fourier_features(X, W, out, scale):
@@ -118,22 +126,16 @@ def fourier_features(X, W, out, scale):
 
     Large outputs are written by one thread per core over row ranges (the loops release the GIL):
     the cos/sin pass and its writes, not the projection, are most of the time at 10^6 x 2,000.
-    Few inputs use the fused loop; many use one GEMM for the projections first. The loops see
-    C-contiguous arrays only (one compiled specialisation each); a strided ``out`` (a block of a
-    concatenation's features) is written through a contiguous buffer."""
+    Few inputs use the fused loop; many use one GEMM for the projections first (:func:`fill_rows`
+    for the threads and the layout)."""
     X = np.ascontiguousarray(X, dtype=np.float64)
-    target = out if out.flags.c_contiguous else np.empty(out.shape)
-    n, m = X.shape[0], W.shape[1]
     fused = W.shape[0] <= FUSED_MAX_INPUTS
     P = None if fused else np.ascontiguousarray(X @ W)
 
-    def rows(a, b):
+    def rows(target, a, b):
         if fused:
             projected_cos_sin(X[a:b], W, target[a:b], scale)
         else:
             cos_sin_columns(P[a:b], target[a:b], scale)
 
-    over_row_ranges(n, n * m, rows)
-    if target is not out:
-        out[:] = target
-    return out
+    return fill_rows(out, X.shape[0] * W.shape[1], rows)
