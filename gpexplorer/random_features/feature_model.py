@@ -23,6 +23,7 @@ from gpexplorer.random_features.catalogue import basis as named_basis
 __all__ = ["FeatureModel", "WEIGHT_VARIANCE", "resolve_basis"]
 
 WEIGHT_VARIANCE = "weight_variance"
+_ABSENT = object()  # no weight variance given (None must still be refused as a value)
 
 
 def resolve_basis(basis, input_dim):
@@ -107,13 +108,17 @@ class FeatureModel:
         """The names of the subclass' own parameters (without copying their values)."""
         return self._own_parameters().keys()
 
-    def set_parameters(self, **values):
+    def _split(self, values):
+        """(the basis' values, the weight variance or :data:`_ABSENT`, the subclass' own values)."""
         values = dict(values)
         names = self._own_names()
         own = {k: values.pop(k) for k in list(values) if k in names}
-        if WEIGHT_VARIANCE in values:
-            wv = self.checked_variance(WEIGHT_VARIANCE, values.pop(WEIGHT_VARIANCE), self._weight_bounds,
-                                       allow_array=True)
+        return values, values.pop(WEIGHT_VARIANCE, _ABSENT), own
+
+    def set_parameters(self, **values):
+        values, wv, own = self._split(values)
+        if wv is not _ABSENT:
+            wv = self.checked_variance(WEIGHT_VARIANCE, wv, self._weight_bounds, allow_array=True)
             if np.shape(wv) != np.shape(self.weight_variance) and not (np.size(wv) == 1 and np.ndim(self.weight_variance) == 0):
                 raise ValueError(f"weight_variance must have shape {np.shape(self.weight_variance)}; got {np.shape(wv)}")
             self.weight_variance = float(np.reshape(wv, ())) if np.ndim(self.weight_variance) == 0 else np.array(wv)
@@ -126,11 +131,8 @@ class FeatureModel:
     def assign_in_box(self, values):
         """Set values an optimiser unpacked from its box without re-checking them (a minibatch
         step's path; :meth:`set_parameters` validates user input)."""
-        values = dict(values)
-        names = self._own_names()
-        own = {k: values.pop(k) for k in list(values) if k in names}
-        if WEIGHT_VARIANCE in values:
-            wv = values.pop(WEIGHT_VARIANCE)
+        values, wv, own = self._split(values)
+        if wv is not _ABSENT:
             self.weight_variance = float(wv) if np.ndim(self.weight_variance) == 0 else np.array(wv, dtype=float)
         self.basis.assign_in_box(values)
         if own:

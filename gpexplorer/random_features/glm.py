@@ -89,8 +89,12 @@ class GeneralizedLinearModel(FeatureModel):
         specs.update(self._own_specs)
         return specs
 
-    def _set_own(self, values):
+    def _set_likelihood(self, values):
         lik = {k[len(LIK_PREFIX):]: v for k, v in values.items() if k.startswith(LIK_PREFIX)}
+        if lik:
+            self.likelihood.set_parameters(**lik)
+
+    def _set_own(self, values):
         for name, attr, positive in ((Q_MEAN, "q_mean", False), (Q_VARIANCE, "q_variance", True)):
             if name in values:
                 arr = np.array(values[name], dtype=float)
@@ -99,17 +103,14 @@ class GeneralizedLinearModel(FeatureModel):
                 if not np.all(np.isfinite(arr)) or (positive and np.any(arr <= 0)):
                     raise ValueError(f"{name} must be finite{' and positive' if positive else ''}")
                 setattr(self, attr, arr)
-        if lik:
-            self.likelihood.set_parameters(**lik)
+        self._set_likelihood(values)
 
     def _assign_own_in_box(self, values):
         if Q_MEAN in values:
             self.q_mean = np.asarray(values[Q_MEAN], dtype=float)  # the packer's arrays are never views of x
         if Q_VARIANCE in values:
             self.q_variance = np.asarray(values[Q_VARIANCE], dtype=float)
-        lik = {k[len(LIK_PREFIX):]: v for k, v in values.items() if k.startswith(LIK_PREFIX)}
-        if lik:
-            self.likelihood.set_parameters(**lik)
+        self._set_likelihood(values)
 
     def parameter_groups(self):
         groups = super().parameter_groups()
