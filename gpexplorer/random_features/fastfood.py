@@ -113,7 +113,7 @@ class FastfoodBasis(Basis):
         scale = 1.0 / np.sqrt(self.n_frequencies)
 
         def rows(target, a, b):
-            fastfood_features(X[a:b], self._diagonals, self._perms, target[a:b], scale)
+            fastfood_features(X[a:b], self._diagonals, self._perms, target, scale)
 
         return fill_rows(out, X.shape[0] * self.n_frequencies, rows)
 

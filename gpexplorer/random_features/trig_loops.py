@@ -99,25 +99,36 @@ def projected_cos_sin(X, W, out, scale):
 FUSED_MAX_INPUTS = 32
 #: cos/sin pairs from which the rows are split over the process's cores (each thread ~2 ms or more)
 THREADED_PAIRS = 1 << 20
+#: rows of the scratch block a strided output is written through
+SCRATCH_ROWS = 64
 
 
 def fill_rows(out, pairs, rows):
     """Fill ``out`` [N, ...] by ``rows(target, a, b)`` (a jitted loop that releases the GIL, writing
-    rows a..b of ``target``): in one call below :data:`THREADED_PAIRS` cos/sin pairs, else over one
-    contiguous range of rows per core in threads. The loops see C-contiguous arrays only (one
-    compiled specialisation each), so a strided ``out`` (a block of a concatenation's features) is
-    written through a contiguous buffer. Returns out."""
+    rows a..b of the output into the C-contiguous ``target`` [b - a, ...]): in one call below
+    :data:`THREADED_PAIRS` cos/sin pairs, else over one contiguous range of rows per core in threads.
+    The loops see C-contiguous arrays only (one compiled specialisation each), so a strided ``out``
+    (a block of a concatenation's features) is written through a scratch block of
+    :data:`SCRATCH_ROWS` rows that stays in cache (a whole-size scratch array costs its page faults
+    and a second pass: 2 ms of 2.2 for Boston's 404 x 813 features). Returns out."""
     n = out.shape[0]
-    target = out if out.flags.c_contiguous else np.empty(out.shape)
     workers = 1 if pairs < THREADED_PAIRS else min(len(os.sched_getaffinity(0)), pairs // THREADED_PAIRS, n)
-    if workers <= 1:
-        rows(target, 0, n)
+    edges = [n * i // workers for i in range(workers + 1)]
+    if out.flags.c_contiguous:
+        def part(a, b):
+            rows(out[a:b], a, b)
     else:
-        edges = [n * i // workers for i in range(workers + 1)]
+        def part(a, b):
+            scratch = np.empty((min(SCRATCH_ROWS, b - a),) + out.shape[1:])
+            for c in range(a, b, SCRATCH_ROWS):
+                d = min(c + SCRATCH_ROWS, b)
+                rows(scratch[:d - c], c, d)
+                out[c:d] = scratch[:d - c]
+    if workers <= 1:
+        part(0, n)
+    else:
         with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(lambda a, b: rows(target, a, b), edges[:-1], edges[1:]))
-    if target is not out:
-        out[:] = target
+            list(pool.map(part, edges[:-1], edges[1:]))
     return out
 
 
@@ -134,8 +145,8 @@ def fourier_features(X, W, out, scale):
 
     def rows(target, a, b):
         if fused:
-            projected_cos_sin(X[a:b], W, target[a:b], scale)
+            projected_cos_sin(X[a:b], W, target, scale)
         else:
-            cos_sin_columns(P[a:b], target[a:b], scale)
+            cos_sin_columns(P[a:b], target, scale)
 
     return fill_rows(out, X.shape[0] * W.shape[1], rows)
