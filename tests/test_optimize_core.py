@@ -54,6 +54,22 @@ def test_lbfgsb_finds_the_rosenbrock_minimum():
     assert run.message.startswith("CONVERGENCE")
 
 
+def test_memory_is_l_bfgs_b_s_number_of_stored_corrections():
+    """On a quadratic in 30 dimensions with condition number 10^4, a memory of 30 (the whole
+    history) converges in far fewer iterations than 2; the default is scipy's 10, whichever way
+    it is reached (no argument, None, or 10 itself)."""
+    scales = np.logspace(0, 4, 30)
+    fun = quadratic(np.ones(30), scales)
+    runs = {m: optimize.lbfgsb(fun, np.zeros(30), *box(30), max_iter=5000, gtol=1e-9, ftol=1e-15, memory=m)
+            for m in (None, 2, 10, 30)}
+    assert all(r.success for r in runs.values())
+    assert runs[30].n_iter < runs[2].n_iter / 2
+    assert runs[None].n_iter == runs[10].n_iter == optimize.lbfgsb(fun, np.zeros(30), *box(30), max_iter=5000,
+                                                                   gtol=1e-9, ftol=1e-15).n_iter
+    for r in runs.values():
+        np.testing.assert_allclose(r.x, np.ones(30), atol=1e-4)
+
+
 def test_lbfgsb_respects_bounds():
     fun = quadratic([2.0, -3.0, 0.5], [1.0, 2.0, 3.0])
     lo, hi = np.array([-INF, -1.0, -INF]), np.array([1.0, INF, INF])

@@ -28,3 +28,5 @@ def test_every_case_of_ours_runs(bench):
     out = bench.fastfood_vs_dense(calls=1, N=20, d=30, columns=(8,))
     assert set(out[8]) >= {"fastfood", "dense", "speedup", "projection speedup"}
     assert np.isfinite(out[8]["speedup"]["min"])
+    seconds, evaluations, value = bench.slm_fit(seed=0, memory=100)
+    assert seconds > 0 and evaluations > 0 and np.isfinite(value)

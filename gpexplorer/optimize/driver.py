@@ -46,7 +46,7 @@ def _perturbed_start(model, packer, params, rng):
     return start
 
 
-def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol=None, cancel=None):
+def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol=None, cancel=None, *, memory=None):
     """Minimise F = -log_marginal_likelihood over the free parameters with L-BFGS-B.
 
     ``restarts`` extra starts perturb the log-hyperparameters (sd 0.5) and redraw the inducing
@@ -55,7 +55,8 @@ def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol
     (an Event-like object or a callable) ends the fit between evaluations
     (``details["cancelled"]``). The model is left at the best parameters found. BLAS runs on one
     thread except inside evaluations whose work (``model.evaluation_work``) is above
-    :data:`gpexplorer._threads.THREADED_WORK`.
+    :data:`gpexplorer._threads.THREADED_WORK`. ``tol``: L-BFGS-B's ftol and gtol (default scipy's);
+    ``memory``: its number of stored corrections (maxcor, default scipy's 10).
     """
     if int(max_iter) < 0:
         raise ValueError(f"max_iter must be non-negative; got {max_iter}")
@@ -65,6 +66,7 @@ def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol
     packer = Packer(model.parameter_specs, initial, fixed)
     t0 = time.perf_counter()
     threads = _threads.blas_thread_count()
+    settings = {"ftol": tol, "gtol": tol, "memory": memory}
 
     def starts():
         yield initial  # the first run starts where the model is
@@ -74,7 +76,7 @@ def fit(model, max_iter=200, fixed=(), restarts=0, seed=None, callback=None, tol
             yield params
 
     def search(params):
-        return _single_run(model, packer, params, max_iter, callback, tol, threads, cancel)
+        return _single_run(model, packer, params, max_iter, callback, settings, threads, cancel)
 
     with _threads.single_threaded():  # L-BFGS-B's own length-P vectors never want threads
         best, runs = best_of_starts(search, starts())
@@ -127,8 +129,9 @@ class ModelObjective:
         return hit
 
 
-def _single_run(model, packer, params, max_iter, callback, tol, threads, cancel):
-    """One L-BFGS-B run from ``params`` (the model is already there)."""
+def _single_run(model, packer, params, max_iter, callback, settings, threads, cancel):
+    """One L-BFGS-B run from ``params`` (the model is already there); ``settings``: :func:`lbfgsb`'s
+    ftol, gtol and memory."""
     objective = ModelObjective(model, packer, threads)
     order = list(params)
     fixed_values = {k: v for k, v in snapshot(params).items() if k not in packer.names}
@@ -154,10 +157,8 @@ def _single_run(model, packer, params, max_iter, callback, tol, threads, cancel)
     if x0.size == 0 or max_iter == 0:
         res_x, success, message, nit, stopped, cancelled = x0, True, "nothing to optimise", 0, False, False
     else:
-        ftol, gtol = (tol, tol) if tol is not None else (None, None)
         lo, hi = packer.box()
-        run = lbfgsb(objective, x0, lo, hi, max_iter=int(max_iter), ftol=ftol, gtol=gtol, on_iterate=record,
-                     cancel=cancel)
+        run = lbfgsb(objective, x0, lo, hi, max_iter=int(max_iter), on_iterate=record, cancel=cancel, **settings)
         res_x, success, message, nit = run.x, run.success, run.message, run.n_iter
         stopped, cancelled = run.stopped, run.cancelled
     trace = [handed_out[i] if i in handed_out else entry(i) for i in range(len(records))]

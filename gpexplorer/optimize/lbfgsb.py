@@ -20,11 +20,12 @@ import numpy as np
 
 from gpexplorer.optimize.results import CANCELLED_MESSAGE, STOPPED_MESSAGE, Cancelled, Run, as_cancel, checked
 
-__all__ = ["lbfgsb", "block_cyclic", "SCIPY_FTOL", "SCIPY_GTOL", "MAXFUN"]
+__all__ = ["lbfgsb", "block_cyclic", "SCIPY_FTOL", "SCIPY_GTOL", "SCIPY_MEMORY", "MAXFUN"]
 
 #: scipy's own L-BFGS-B defaults (``minimize(method="L-BFGS-B")``)
 SCIPY_FTOL = 2.2204460492503131e-09
 SCIPY_GTOL = 1e-5
+SCIPY_MEMORY = 10
 MAXFUN = 15000
 
 
@@ -82,11 +83,11 @@ def _split(fun):
     return value, gradient
 
 
-def lbfgsb(fun, x0, lo, hi, *, max_iter, maxfun=MAXFUN, ftol=None, gtol=None, on_iterate=None, cancel=None,
-           idx=None, coords=None):
+def lbfgsb(fun, x0, lo, hi, *, max_iter, maxfun=MAXFUN, ftol=None, gtol=None, memory=None, on_iterate=None,
+           cancel=None, idx=None, coords=None):
     """Minimise ``fun`` from x0 within [lo, hi] (full-length arrays, +-inf where unbounded) with
     scipy's L-BFGS-B, ``max_iter`` iterations and ``maxfun`` evaluations at most; ``ftol`` /
-    ``gtol`` default to scipy's. ``idx``: only these entries move; ``coords``: some of them in
+    ``gtol`` default to scipy's, ``memory`` (stored corrections, maxcor) too. ``idx``: only these entries move; ``coords``: some of them in
     other coordinates (:class:`_Block`). Returns a :class:`Run` whose x is scipy's final point
     as a full vector (the last accepted iterate when cancelled)."""
     from scipy.optimize import Bounds, minimize  # on use: importing scipy.optimize takes 0.4 s of a page's start
@@ -111,7 +112,7 @@ def lbfgsb(fun, x0, lo, hi, *, max_iter, maxfun=MAXFUN, ftol=None, gtol=None, on
     start = x0 if block is None else block.start()
     sub = slice(None) if block is None else block.idx
     options = {"maxiter": int(max_iter), "maxfun": int(maxfun), "ftol": SCIPY_FTOL if ftol is None else ftol,
-               "gtol": SCIPY_GTOL if gtol is None else gtol}
+               "gtol": SCIPY_GTOL if gtol is None else gtol, "maxcor": SCIPY_MEMORY if memory is None else int(memory)}
     value, gradient = _split(f)
     try:
         res = minimize(value, start, jac=gradient, method="L-BFGS-B", bounds=Bounds(lo[sub], hi[sub]),
