@@ -153,3 +153,28 @@ def test_the_invariant_kernel_is_invariant_and_its_evidence_pulls_ahead_as_image
         assert cumulative[-1] == pytest.approx(exact, rel=1e-9) and np.allclose(np.cumsum(terms), cumulative)
     assert curves["convolutional"][1][-1] > curves["se"][1][-1] + 20
     assert curves["convolutional"][0][20:].mean() > curves["se"][0][20:].mean()
+
+
+def test_one_factorisation_serves_the_posterior_the_pair_and_the_bars():
+    """ObservedData's factor gives what each view computes on its own (a page makes one per change)."""
+    from gpexplorer.primer import ObservedData
+
+    data = ObservedData(KERNEL, X, Y, NOISE)
+    Xs = np.linspace(-0.5, 3.5, 9)[:, None]
+    alone, shared = condition(KERNEL, X, Y, NOISE, Xs, num_samples=2, seed=4), \
+        condition(KERNEL, None, None, NOISE, Xs, num_samples=2, seed=4, data=data)
+    for a, b in zip(alone, shared):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    mean, var = data.posterior(Xs, full_cov=False)
+    np.testing.assert_allclose(mean, alone.mean, atol=1e-12)
+    np.testing.assert_allclose(var, alone.var_f, atol=1e-12)
+    p1, p2 = pair_marginal(KERNEL, 0.3, 1.7, X, Y, NOISE), pair_marginal(KERNEL, 0.3, 1.7, data=data, noise_variance=NOISE)
+    np.testing.assert_allclose(p1.cov, p2.cov, atol=1e-12)
+    for order in (None, np.arange(12)[::-1]):  # the data's order uses the factor; another order its own
+        a = sequential_evidence(KERNEL, X, Y, NOISE, order=order)
+        b = sequential_evidence(KERNEL, X, Y, NOISE, order=order, data=data)
+        np.testing.assert_allclose(a.terms, b.terms, atol=1e-12)
+    with pytest.raises(ValueError, match="values but X has"):
+        ObservedData(KERNEL, X, Y[:3], NOISE)
+    with pytest.raises(ValueError, match="noise_variance"):
+        ObservedData(KERNEL, X, Y, -1.0)

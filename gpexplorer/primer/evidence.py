@@ -62,16 +62,21 @@ def _factor(kernel, X, noise_variance):
     return L
 
 
-def sequential_evidence(kernel, X, y, noise_variance, order=None) -> SequentialEvidence:
-    """log p(y_n | y_<n) for each point in ``order`` (default: as given), eq. 5.2 (module docstring)."""
+def sequential_evidence(kernel, X, y, noise_variance, order=None, *, data=None) -> SequentialEvidence:
+    """log p(y_n | y_<n) for each point in ``order`` (default: as given), eq. 5.2 (module docstring).
+    ``data``: an :class:`~gpexplorer.primer.gaussian_views.ObservedData` of the same kernel, X, y
+    and noise, whose factor is used when the order is the data's own."""
     X, y = _data(X, y)
     N = y.shape[0]
     order = np.arange(N) if order is None else np.asarray(order, dtype=int).reshape(-1)
     if np.sort(order).tolist() != list(range(N)):
         raise ValueError(f"order must be a permutation of 0..{N - 1}")
-    L = _factor(kernel, X[order], noise_variance)
     yo = y[order]
-    z = sla.solve_triangular(L, yo, lower=True, check_finite=False)
+    if data is not None and np.array_equal(order, np.arange(N)):
+        L, z = data.L, data.z
+    else:
+        L = _factor(kernel, X[order], noise_variance)
+        z = sla.solve_triangular(L, yo, lower=True, check_finite=False)
     d = np.diag(L).copy()
     terms = -0.5 * LOG_2PI - np.log(d) - 0.5 * z * z
     return SequentialEvidence(order, terms, yo - d * z, d * d, float(terms.sum()))

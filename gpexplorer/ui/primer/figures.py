@@ -1,27 +1,31 @@
 """Bokeh figures of the primer page: the prior's samples, the posterior given the data points
-(a tap adds one), the 2-D marginal of (f(x1), f(x2)) and the evidence as sequential prediction.
+(a tap adds one or removes the one tapped, a drag moves one), the 2-D marginal of (f(x1), f(x2)),
+the prior covariance matrix and the evidence as sequential prediction.
 
 Each figure owns named ColumnDataSources made in its constructor (every session's lab has its
 own); ``update`` rewrites their data in place. Names (the browser tests' handles):
-``prior-samples`` (xs, ys, colour: one line per sample), ``data-points`` (x, y), ``posterior``
-(x, mean, f_lower, f_upper, y_lower, y_upper), ``posterior-samples`` (xs, ys), ``kept-samples``
-(xs, ys: the filter's kept functions), ``pair-prior`` and ``pair-posterior`` (x, y: the 2-sd
-ellipses), ``pair-dots`` (x, y, colour: the prior samples' values at x1, x2), ``evidence-bars``
-(position, term, point, x, label). Figures: ``prior-figure``, ``posterior-figure``,
-``pair-figure``, ``evidence-figure``.
+``prior-samples`` (xs, ys, colour: one line per sample), ``prior-given-x1`` (x, mean, lower, upper:
+the prior given f(x1) = a) and ``fixed-x1`` (x, y: the point (x1, a)), ``data-points`` (x, y),
+``posterior`` (x, mean, f_lower, f_upper, y_lower, y_upper), ``posterior-samples`` (xs, ys),
+``kept-samples`` (xs, ys: the filter's kept functions), ``pair-prior`` and ``pair-posterior`` (x, y:
+the 2-sd ellipses), ``pair-dots`` (x, y, colour: the prior samples' values at x1, x2),
+``pair-given-x1`` (x, y: the ±2 sd bar of f(x2) given f(x1)) and ``pair-given-mean``,
+``covariance`` (image) and ``covariance-pair`` (x, y: the 2 x 2 block at x1, x2), ``evidence-bars``
+(position, term, point, x, label). Figures: ``prior-figure``, ``posterior-figure``, ``pair-figure``,
+``covariance-figure``, ``evidence-figure``.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from bokeh.events import Tap
-from bokeh.models import ColumnDataSource, HoverTool, Legend, Range1d
+from bokeh.events import DoubleTap, Tap
+from bokeh.models import ColorBar, ColumnDataSource, HoverTool, Legend, LinearColorMapper, PointDrawTool, Range1d
 from bokeh.plotting import figure
 
 from gpexplorer.primer import ellipse
 from gpexplorer.ui.plotting import TOOLS, assign, lab_figure, legend_item, outside_legend, share_x_frame, \
     vertical_marker
-from gpexplorer.ui.primer.settings import GRID
+from gpexplorer.ui.primer.settings import GRID, MAX_POINTS
 
 #: Okabe-Ito colours, one per prior sample
 SAMPLE_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00")
@@ -49,26 +53,52 @@ class PriorFigure:
         fig.xaxis.axis_label, fig.yaxis.axis_label = "x", "f(x)"
         fig.toolbar.autohide = True  # the title is long on a narrow screen
         self.src = source("prior-samples", {"xs": [], "ys": [], "colour": []})
+        self.given = source("prior-given-x1", {"x": [], "mean": [], "lower": [], "upper": []})
+        self.fixed = source("fixed-x1", {"x": [], "y": []})
+        band = fig.varea("x", "lower", "upper", source=self.given, fill_color=X1_COLOUR, fill_alpha=0.15)
         lines = fig.multi_line("xs", "ys", source=self.src, color="colour", line_width=2, alpha=0.85)
+        mean = fig.line("x", "mean", source=self.given, color=X1_COLOUR, line_width=2, line_dash="dashed")
+        fixed = fig.scatter("x", "y", source=self.fixed, marker="diamond", size=14, color=X1_COLOUR,
+                            line_color="black")
         self.markers = _markers(fig)
         legend = outside_legend(fig)
-        legend.items.append(legend_item("prior samples", [lines]))
+        self.given_items = [legend_item("given f(x1): mean", [mean, fixed], visible=False),
+                            legend_item("given f(x1): ±2 sd", [band], visible=False)]
+        legend.items.extend([legend_item("prior samples", [lines]), *self.given_items])
         self.figure = fig
 
-    def update(self, draws, name, x1, x2):
+    def update(self, draws, name, x1, x2, given=None):
+        """``given``: (value a, :class:`~gpexplorer.primer.Conditioned` of f given f(x1) = a) or None."""
         data = _lines(draws)
         assign(self.src, {**data, "colour": list(SAMPLE_COLOURS[:len(draws)])}, unless_equal=True)
+        if given is None:
+            assign(self.given, {k: [] for k in self.given.data}, unless_equal=True)
+            assign(self.fixed, {"x": [], "y": []}, unless_equal=True)
+        else:
+            a, c = given
+            sd = 2 * np.sqrt(c.var_f)
+            assign(self.given, {"x": GRID, "mean": c.mean, "lower": c.mean - sd, "upper": c.mean + sd},
+                   unless_equal=True)
+            assign(self.fixed, {"x": [float(x1)], "y": [float(a)]}, unless_equal=True)
+        for item in self.given_items:
+            item.visible = given is not None
         self.markers[0].location, self.markers[1].location = float(x1), float(x2)
         self.figure.title.text = f"Prior: {len(draws)} functions drawn from a GP with k = {name}"
 
 
 class PosteriorFigure:
     """The posterior given the data points: mean, 2 sd of f and of y, three draws, the filter's kept
-    functions; a tap anywhere on the plot adds a data point (``on_tap``)."""
+    functions. A tap calls ``on_tap`` (the lab adds a point, or removes the one tapped); the points
+    can be dragged (a PointDrawTool that adds none: the browser rewrites ``data-points``, which the
+    lab follows through ``on_drag``)."""
 
-    def __init__(self, x_range, on_tap):
-        fig = share_x_frame(lab_figure("posterior-figure", "Conditioned on the data (tap to add a point)", 320),
-                            x_range)
+    #: pixels within which a tap is on a data point (a removal), not beside it (an addition)
+    HIT_RADIUS = 9
+    HEIGHT = 320
+
+    def __init__(self, x_range, on_tap, on_drag):
+        fig = share_x_frame(lab_figure("posterior-figure", "Conditioned on the data (tap to add a point)",
+                                       self.HEIGHT), x_range)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "x", "f(x), y"
         fig.toolbar.autohide = True
         self.band = source("posterior", {k: [] for k in ("x", "mean", "f_lower", "f_upper", "y_lower", "y_upper")})
@@ -88,9 +118,32 @@ class PosteriorFigure:
                              legend_item("±2 sd of f", [f_band]), legend_item("±2 sd of y", [y_band]),
                              legend_item("posterior samples", [draws]), self.kept_item])
         fig.add_tools(HoverTool(renderers=[dots], tooltips=[("x", "@x{0.00}"), ("y", "@y{0.00}")]))
+        drag = PointDrawTool(renderers=[dots], add=False, num_objects=MAX_POINTS, description="Drag a data point")
+        fig.add_tools(drag)
+        fig.toolbar.active_drag = drag
         fig.on_event(Tap, on_tap)
+        fig.on_event(DoubleTap, on_tap)  # a second click soon after the first is a double tap to Bokeh
+        self.points.on_change("data", on_drag)
         self.y_range = fig.y_range
         self.figure = fig
+
+    def hit(self, x, y, X, Y):
+        """Index of the data point within :data:`HIT_RADIUS` pixels of (x, y), the nearest; or None.
+        Pixels from the frame's size and ranges as the browser last reported them (a stand-in
+        before it has: the figure's height and a 600-pixel width)."""
+        if not len(X):
+            return None
+        fig = self.figure
+        width = _reported(fig, "inner_width", 600.0)
+        height = _reported(fig, "inner_height", self.HEIGHT - 60.0)
+        ys = self.band.data.get("y_lower", []), self.band.data.get("y_upper", [])
+        y_lo = _reported(fig.y_range, "start", float(np.min(ys[0])) if len(ys[0]) else -2.0)
+        y_hi = _reported(fig.y_range, "end", float(np.max(ys[1])) if len(ys[1]) else 2.0)
+        sx = width / max(fig.x_range.end - fig.x_range.start, 1e-12)
+        sy = height / max(abs(y_hi - y_lo), 1e-12)
+        d = np.hypot((np.asarray(X) - x) * sx, (np.asarray(Y) - y) * sy)
+        k = int(np.argmin(d))
+        return k if d[k] <= self.HIT_RADIUS else None
 
     def update(self, X, y, conditioned, x1, x2):
         sd_f, sd_y = 2 * np.sqrt(conditioned.var_f), 2 * np.sqrt(conditioned.var_y)
@@ -127,17 +180,33 @@ class PairFigure:
         prior = fig.line("x", "y", source=self.prior, color="#777777", line_dash="dashed", line_width=2)
         posterior = fig.line("x", "y", source=self.posterior, color="#0072b2", line_width=2.5)
         dots = fig.scatter("x", "y", source=self.dots, color="colour", size=10, line_color="white")
+        self.given = source("pair-given-x1", {"x": [], "y": []})
+        given = fig.line("x", "y", source=self.given, color=X1_COLOUR, line_width=5, alpha=0.8)
+        self.given_mean = source("pair-given-mean", {"x": [], "y": []})
+        mark = fig.scatter("x", "y", source=self.given_mean, marker="diamond", size=14, color=X1_COLOUR,
+                           line_color="black")
+        self.given_item = legend_item("f(x2) | f(x1)", [given, mark], visible=False)
         legend = Legend(items=[legend_item("prior", [prior]), legend_item("posterior", [posterior]),
-                               legend_item("prior samples", [dots])], orientation="horizontal",
-                        click_policy="hide", padding=2, spacing=6, margin=4)
+                               legend_item("prior samples", [dots]), self.given_item], orientation="horizontal",
+                        nrows=2, click_policy="hide", padding=2, spacing=6, margin=4)
         fig.add_layout(legend, "below")
-        fig.height += 30
+        fig.height += 50
         self.figure = fig
 
-    def update(self, prior, posterior, dots_x, dots_y, x1, x2):
+    def update(self, prior, posterior, dots_x, dots_y, x1, x2, fixed=None):
+        """``fixed``: the value a of f(x1) to condition the prior on (its ±2 sd segment of f(x2)), or None."""
         for src, marginal in ((self.prior, prior), (self.posterior, posterior)):
             points = ellipse(marginal.mean, marginal.cov, level=2.0)
             assign(src, {"x": points[:, 0], "y": points[:, 1]}, unless_equal=True)
+        if fixed is None:
+            assign(self.given, {"x": [], "y": []}, unless_equal=True)
+            assign(self.given_mean, {"x": [], "y": []}, unless_equal=True)
+        else:
+            m, v = prior.given_first(fixed)
+            sd = 2 * np.sqrt(v)
+            assign(self.given, {"x": [fixed, fixed], "y": [m - sd, m + sd]}, unless_equal=True)
+            assign(self.given_mean, {"x": [fixed], "y": [m]}, unless_equal=True)
+        self.given_item.visible = fixed is not None
         assign(self.dots, {"x": np.asarray(dots_x), "y": np.asarray(dots_y),
                            "colour": list(SAMPLE_COLOURS[:len(dots_x)])}, unless_equal=True)
         self.figure.title.text = "2-sd ellipses of (f(x1), f(x2))"
@@ -177,6 +246,53 @@ class EvidenceFigure:
         self.figure.x_range.start, self.figure.x_range.end = 0.4, n + 0.6
         way = "last to first" if reverse else "first to last"
         self.figure.title.text = f"log p(y_n | y_<n), {way}: sum {evidence.total:.3f}"
+
+
+def _reported(model, name, default):
+    """A property the browser reports (a frame's size, an auto range's ends), or ``default`` while unset."""
+    try:
+        value = getattr(model, name)
+    except Exception:  # noqa: BLE001 - bokeh's UnsetValueError before the browser has sent it
+        return default
+    return float(value) if value is not None and np.isfinite(value) else default
+
+
+class CovarianceFigure:
+    """The prior covariance K(x, x') on the plotted inputs as an image (every second grid point; x'
+    grows downwards, like a matrix's rows), with the four entries of the pair (x1, x2) marked: the
+    2 x 2 block that is the 2-D view's prior covariance."""
+
+    SIZE = 230
+
+    def __init__(self):
+        fig = figure(name="covariance-figure", title="Covariance k(x, x')", frame_width=self.SIZE,
+                     frame_height=self.SIZE, tools="save", toolbar_location="above",
+                     x_range=Range1d(float(GRID[0]), float(GRID[-1])), y_range=Range1d(float(GRID[-1]), float(GRID[0])))
+        fig.toolbar.logo, fig.toolbar.autohide = None, True
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "x", "x'"
+        self.mapper = LinearColorMapper(palette="Viridis256", low=0.0, high=1.0)
+        self.src = source("covariance", {"image": [np.zeros((2, 2), dtype=np.float32)]})
+        span = float(GRID[-1] - GRID[0])
+        # the image's first row lies at y = GRID[0], the top of the reversed y range
+        fig.image("image", x=float(GRID[0]), y=float(GRID[0]), dw=span, dh=span, source=self.src,
+                  color_mapper=self.mapper)
+        self.block = source("covariance-pair", {"x": [], "y": []})
+        fig.scatter("x", "y", source=self.block, size=9, fill_color=None, line_color="white", line_width=2)
+        fig.add_layout(ColorBar(color_mapper=self.mapper, width=10, padding=2), "right")
+        fig.width, fig.height = self.SIZE + 120, self.SIZE + 80
+        self.figure = fig
+
+    def update(self, K, name):
+        """``K`` [P, P] on GRID[::2]."""
+        K = np.asarray(K, dtype=np.float32)
+        lo, hi = float(min(K.min(), 0.0)), float(K.max())
+        self.mapper.low, self.mapper.high = lo, hi if hi > lo else lo + 1.0
+        assign(self.src, {"image": [K]})
+        self.figure.title.text = f"Covariance k(x, x'), k = {name}" if len(name) <= 18 else "Covariance k(x, x')"
+
+    def mark(self, x1, x2):
+        """Mark k(x1, x1), k(x1, x2), k(x2, x1) and k(x2, x2)."""
+        assign(self.block, {"x": [x1, x2, x1, x2], "y": [x1, x1, x2, x2]}, unless_equal=True)
 
 
 def x_range():

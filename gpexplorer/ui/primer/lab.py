@@ -1,12 +1,15 @@
 """The primer page (issue 28): a GP prior and posterior for a first lecture.
 
 ``PrimerLab`` is a Panel Viewer. What a user sets lives in its own
-:class:`~gpexplorer.ui.primer.settings.PrimerSettings` (one per session, mirrored in the URL); the
-data points live in the lab (a tap on the posterior plot adds one, *Clear points* removes them).
-Every view is recomputed at once in the session's thread (milliseconds for at most
-``MAX_POINTS`` points): the prior's samples, the posterior given the points, the 2-D marginal of
-(f(x1), f(x2)) and the evidence as sequential prediction; *Filter prior samples* runs Occam's
-filter for three lengthscales. The computations are :mod:`gpexplorer.primer`; this class turns
+:class:`~gpexplorer.ui.primer.settings.PrimerSettings` (one per session, mirrored in the URL), the
+data points included (``points``: a tap on the posterior plot adds one or removes the one tapped, a
+drag moves one, *Clear points* removes them all; ``X`` and ``y`` are their decoded lists). Every
+view is recomputed at once in the session's thread from one factorisation of K + s2 I
+(:class:`~gpexplorer.primer.ObservedData`; 10-20 ms at ``MAX_POINTS`` = 500 points): the prior's
+samples and covariance, the posterior given the points, the 2-D marginal of (f(x1), f(x2)) (with
+f(x1) fixed at a value, in both views) and the evidence as sequential prediction; *Filter prior
+samples* runs Occam's filter for three lengthscales; *Animate* moves the prior's samples along
+great circles of their Gaussian. The computations are :mod:`gpexplorer.primer`; this class turns
 settings into its calls and its results into views.
 """
 
@@ -16,16 +19,24 @@ import logging
 import math
 
 import numpy as np
+import panel as pn
+from bokeh.events import DoubleTap
 
 from gpexplorer import primer
 from gpexplorer.ui.lab_base import LabBase, next_tick
 from gpexplorer.ui.markup import TextBlock
 from gpexplorer.ui.primer import layout, texts
 from gpexplorer.ui.primer import settings as cfg
-from gpexplorer.ui.primer.figures import EvidenceFigure, PairFigure, PosteriorFigure, PriorFigure, x_range
+from gpexplorer.ui.primer.figures import CovarianceFigure, EvidenceFigure, PairFigure, PosteriorFigure, PriorFigure, \
+    x_range
 from gpexplorer.ui.widgets import PromptButton
 
 logger = logging.getLogger(__name__)
+
+#: milliseconds between two frames of the animated prior samples
+ANIMATION_MS = 150
+#: the noise variance of the point f(x1) = a that the prior is conditioned on (noise-free, up to rounding)
+FIXED_NOISE = 1e-8
 
 __all__ = ["PrimerLab"]
 
@@ -39,9 +50,10 @@ class PrimerLab(LabBase):
 
     def __init__(self, **params):
         super().__init__(cfg.PrimerSettings(), **params)
-        self.X, self.y = list(cfg.DEFAULT_X), list(cfg.DEFAULT_Y)
+        self.X, self.y = [], []
         self.kernel, self.kernel_used, self.kernel_error, self.error = None, "se", None, None
-        self.prior = self.conditioned = self.evidence = self.pair = None
+        self.prior = self.conditioned = self.evidence = self.pair = self.given = None
+        self._prior_key, self._prior_pair, self.phase = None, None, 0.0
         self.filter_results, self.filter_stale, self.filter_message = None, False, None
         self._build_components()
         self._connect_settings(self._first_load)
@@ -49,7 +61,8 @@ class PrimerLab(LabBase):
     def _build_components(self):
         shared = x_range()
         self.prior_chart = PriorFigure(shared)
-        self.posterior_chart = PosteriorFigure(shared, self._on_tap)
+        self.posterior_chart = PosteriorFigure(shared, self._on_tap, self._on_drag)
+        self.covariance_chart = CovarianceFigure()
         self.pair_chart, self.evidence_chart = PairFigure(), EvidenceFigure()
         self.intro = TextBlock(texts.INTRO, styles={"font-size": "0.95em"})
         self.badge_pane = TextBlock(texts.badges_html([]))
@@ -66,6 +79,9 @@ class PrimerLab(LabBase):
         self.default_button.on_click(lambda _: next_tick(self.default_points))
         self.filter_button = PromptButton(label="Filter prior samples", color="primary")
         self.filter_button.on_click(lambda _: next_tick(self.run_filter))
+        self.animate_toggle = pn.widgets.Toggle(label="Animate samples", value=False, color="light")
+        self.animate_toggle.param.watch(self._on_animate, "value")
+        self._animation = None
 
     # the lab base's hooks ---------------------------------------------------------------
     def _settings_names(self):
@@ -75,11 +91,13 @@ class PrimerLab(LabBase):
         self._apply_on_next_tick(names)
 
     def _check_url_value(self, name, value):
-        if name == "kernel":
-            try:
+        try:
+            if name == "kernel":
                 cfg.kernel_for(value, 1.0, 1.0)
-            except ValueError as err:
-                return str(err)
+            elif name == "points":
+                cfg.decode_points(value)
+        except ValueError as err:
+            return str(err)
         return None
 
     def _url_overrides(self):
@@ -115,11 +133,14 @@ class PrimerLab(LabBase):
 
     # settings ---------------------------------------------------------------------------
     def _first_load(self):
+        self._load_points()
         self._update_kernel()
         self.draw()
 
     def _apply_settings(self, names):
         try:
+            if "points" in names:
+                self._load_points()
             if names & set(cfg.KERNEL):
                 self._update_kernel()
             if names & set(cfg.FILTER):
@@ -144,30 +165,86 @@ class PrimerLab(LabBase):
         self._update_address()
 
     # data points ------------------------------------------------------------------------
+    def _load_points(self):
+        """X and y from the ``points`` setting (a refused text, which only code can set: no points)."""
+        try:
+            self.X, self.y = cfg.decode_points(self.settings.points)
+        except ValueError as err:
+            self.X, self.y, self.error = [], [], f"the data points were refused: {err}"
+        self.points_readout.object = texts.points_html(len(self.X), cfg.MAX_POINTS)
+
+    def _set_points(self, X, y):
+        """New data points: the setting (so the address bar follows), then every view at once."""
+        with self._silenced():
+            self.settings.points = cfg.encode_points(X, y)
+        self._load_points()
+        self._data_changed()
+
     def _on_tap(self, event):
-        """A tap on the posterior plot (a Bokeh Tap event, data coordinates): a new data point."""
+        """A tap on the posterior plot (a Bokeh Tap or DoubleTap event, data coordinates): on a point
+        removes it, elsewhere adds one. Bokeh reports a click soon after another as a DoubleTap (and
+        the first as a Tap): at another place it adds a point like a tap; on a point it does nothing,
+        so a double click adds one point instead of adding and removing it."""
         x, y = getattr(event, "x", None), getattr(event, "y", None)
-        next_tick(lambda: self.add_point(x, y))
+        second = isinstance(event, DoubleTap)
+        next_tick(lambda: self.tap(x, y, remove=not second))
+
+    def tap(self, x, y, remove=True):
+        """What a tap at (x, y) does: remove the point under it (if ``remove``), else add (x, y);
+        returns "removed", "added" or None (nothing done)."""
+        if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
+            return None
+        hit = self.posterior_chart.hit(x, y, self.X, self.y)
+        if hit is not None:
+            if not remove:
+                return None
+            self.remove_point(hit)
+            return "removed"
+        return "added" if self.add_point(x, y) else None
+
+    def _on_drag(self, attr, old, new):
+        """The browser moved a point (PointDrawTool): follow its x and y (ours when unchanged)."""
+        if self._quiet:
+            return
+        x, y = list(new.get("x", [])), list(new.get("y", []))
+        next_tick(lambda: self.move_points(x, y))
+
+    def move_points(self, x, y):
+        """Take the dragged points' coordinates (x clipped to the plotted range); False when they
+        are not the current points' count or not finite, or nothing moved."""
+        try:
+            x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        except (TypeError, ValueError):
+            return False
+        if x.shape != (len(self.X),) or y.shape != x.shape or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+            return False
+        x = np.clip(x, cfg.GRID[0], cfg.GRID[-1])
+        y = np.clip(y, -cfg.MAX_ABS_Y, cfg.MAX_ABS_Y)
+        if np.allclose(x, self.X, rtol=0, atol=5e-5) and np.allclose(y, self.y, rtol=0, atol=5e-5):
+            return False
+        self._set_points(x.tolist(), y.tolist())
+        return True
 
     def add_point(self, x, y):
         """Add the data point (x, y) (x clipped to the plotted range); False when refused."""
-        if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
+        if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)) or abs(y) > cfg.MAX_ABS_Y:
             return False
         if len(self.X) >= cfg.MAX_POINTS:
             self.points_readout.object = texts.points_html(len(self.X), cfg.MAX_POINTS, refused=True)
             return False
-        self.X.append(round(float(np.clip(x, cfg.GRID[0], cfg.GRID[-1])), 4))
-        self.y.append(round(float(y), 4))
-        self._data_changed()
+        self._set_points(self.X + [float(np.clip(x, cfg.GRID[0], cfg.GRID[-1]))], self.y + [float(y)])
         return True
 
+    def remove_point(self, index):
+        """Remove the data point at ``index`` (in the order they were added)."""
+        if 0 <= index < len(self.X):
+            self._set_points(self.X[:index] + self.X[index + 1:], self.y[:index] + self.y[index + 1:])
+
     def clear_points(self):
-        self.X, self.y = [], []
-        self._data_changed()
+        self._set_points([], [])
 
     def default_points(self):
-        self.X, self.y = list(cfg.DEFAULT_X), list(cfg.DEFAULT_Y)
-        self._data_changed()
+        self._set_points(list(cfg.DEFAULT_X), list(cfg.DEFAULT_Y))
 
     def resample(self):
         """New prior and posterior samples: the next seed (in the URL like any setting)."""
@@ -176,7 +253,21 @@ class PrimerLab(LabBase):
 
     def _data_changed(self):
         self._invalidate_filter()
-        self.points_readout.object = texts.points_html(len(self.X), cfg.MAX_POINTS)
+        self.draw()
+
+    # animation ----------------------------------------------------------------------------
+    def _on_animate(self, event):
+        if event.new and self._animation is None:
+            self._animation = pn.state.add_periodic_callback(self.animate_step, period=ANIMATION_MS)
+        elif not event.new and self._animation is not None:
+            self._animation.stop()
+            self._animation = None
+
+    def animate_step(self, step=0.12):
+        """Move the prior's samples along great circles: f(t) = cos t f_a + sin t f_b with f_a, f_b
+        independent draws (the seed's and the next seed's) is again a draw from the prior for every
+        t, so the functions change smoothly without leaving the prior."""
+        self.phase = (self.phase + step) % (2 * math.pi)
         self.draw()
 
     # the views --------------------------------------------------------------------------
@@ -190,13 +281,14 @@ class PrimerLab(LabBase):
         grid = cfg.GRID[:, None]
         X, y = np.asarray(self.X, dtype=float)[:, None], np.asarray(self.y, dtype=float)
         try:
-            self.prior, _ = primer.prior_samples(k, grid, cfg.N_PRIOR, seed=s.seed)
-            data = (X, y) if len(self.X) else (None, None)
-            self.conditioned = primer.condition(k, *data, s.noise_variance, grid, num_samples=cfg.N_POSTERIOR,
-                                                seed=s.seed + 1)
+            self.prior = self._prior_draws(k, grid)
+            data = primer.ObservedData(k, X, y, s.noise_variance) if len(self.X) else None
+            self.conditioned = primer.condition(k, None, None, s.noise_variance, grid, num_samples=cfg.N_POSTERIOR,
+                                                seed=s.seed + 1, data=data)
             self.pair = (primer.pair_marginal(k, s.x1, s.x2),
-                         primer.pair_marginal(k, s.x1, s.x2, *data, noise_variance=s.noise_variance))
-            self.evidence = (primer.sequential_evidence(k, X, y, s.noise_variance, order=self.order())
+                         primer.pair_marginal(k, s.x1, s.x2, noise_variance=s.noise_variance, data=data))
+            self.given = (s.f_x1, primer.condition(k, [[s.x1]], [s.f_x1], FIXED_NOISE, grid)) if s.fix_x1 else None
+            self.evidence = (primer.sequential_evidence(k, X, y, s.noise_variance, order=self.order(), data=data)
                              if len(self.X) else None)
             self.error = None
         except ValueError as err:
@@ -206,12 +298,28 @@ class PrimerLab(LabBase):
         dots_x = [np.interp(s.x1, cfg.GRID, f) for f in self.prior]
         dots_y = [np.interp(s.x2, cfg.GRID, f) for f in self.prior]
         with self._silenced():
-            self.prior_chart.update(self.prior, self.kernel_used, s.x1, s.x2)
+            self.prior_chart.update(self.prior, self.kernel_used, s.x1, s.x2, self.given)
             self.posterior_chart.update(self.X, self.y, self.conditioned, s.x1, s.x2)
-            self.pair_chart.update(*self.pair, dots_x, dots_y, s.x1, s.x2)
+            self.pair_chart.update(*self.pair, dots_x, dots_y, s.x1, s.x2, s.f_x1 if s.fix_x1 else None)
+            self.covariance_chart.mark(s.x1, s.x2)
             self.evidence_chart.update(self.X, self.evidence, s.reverse)
             self.evidence_readout.object = texts.evidence_html(self.evidence)
         self._update_badges()
+
+    def _prior_draws(self, kernel, grid):
+        """The prior's samples at the animation's phase (phase 0: the seed's own draws). The two
+        draws and the covariance image are made once per kernel and seed."""
+        s = self.settings
+        key = (self.kernel_used, s.lengthscale, s.variance, s.seed)
+        if key != self._prior_key:
+            first, _ = primer.prior_samples(kernel, grid, cfg.N_PRIOR, seed=s.seed)
+            second, _ = primer.prior_samples(kernel, grid, cfg.N_PRIOR, seed=s.seed + 1)
+            self._prior_key, self._prior_pair, self.phase = key, (first, second), 0.0
+            with self._silenced():
+                self.covariance_chart.update(kernel.K(grid[::2]), self.kernel_used)
+        if self.phase == 0.0:
+            return self._prior_pair[0]
+        return math.cos(self.phase) * self._prior_pair[0] + math.sin(self.phase) * self._prior_pair[1]
 
     # Occam's razor by filtering ----------------------------------------------------------
     def filter_lengthscales(self):

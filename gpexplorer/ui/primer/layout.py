@@ -15,6 +15,8 @@ WIDGETS = {
     "noise_variance": {"type": PromptFloatSlider, "format": "0.0[000]"},
     "seed": {"type": pn.widgets.IntSlider, "throttled": True},
     "reverse": {"type": pn.widgets.Toggle, "color": "light"},
+    "fix_x1": {"type": pn.widgets.Toggle, "color": "light"},
+    "f_x1": {"type": PromptFloatSlider, "format": "0.0[0]"},
 }
 
 
@@ -34,16 +36,19 @@ def controls(lab):
     points = pn.Column(pn.Row(lab.clear_button, lab.default_button), lab.points_readout, lab.download,
                        lab.address_bar, sizing_mode="stretch_width")
     titles = list(cfg.control_groups())
-    extras = {titles[0]: [lab.kernel_message, lab.resample_button], titles[2]: [lab.filter_button]}
+    extras = {titles[0]: [lab.kernel_message, pn.Row(lab.resample_button, lab.animate_toggle)],
+              titles[2]: [lab.filter_button]}
     return pn.Column(points, *control_cards(lab.settings, cfg.control_groups(), WIDGETS, extras),
                      sizing_mode="stretch_width")
 
 
 def views(lab):
-    """The prior, the posterior, the pair of values beside the evidence bars, the filter's table."""
-    pair, bars = lab.pair_chart.figure, lab.evidence_chart.figure
+    """The prior, the posterior, the pair of values beside the covariance matrix and the evidence
+    bars, the filter's table."""
+    pair, bars, cov = lab.pair_chart.figure, lab.evidence_chart.figure, lab.covariance_chart.figure
     pair_and_bars = pn.FlexBox(
         pn.Column(pn.pane.Bokeh(pair), note(EXPLAIN["pair"], pair.width), width=pair.width + 20),
+        pn.Column(pn.pane.Bokeh(cov), note(EXPLAIN["covariance"], cov.width), width=cov.width + 20),
         pn.Column(pn.pane.Bokeh(bars), lab.evidence_readout, note(EXPLAIN["evidence"], bars.width),
                   width=bars.width + 20),
         flex_wrap="wrap", gap="0 18px", sizing_mode="stretch_width")

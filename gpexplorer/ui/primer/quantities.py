@@ -4,7 +4,7 @@ checks read (``gpexplorer/ui/claims.py``), read off the lab as the page shows it
 Names:
 
 * settings: ``kernel`` (text, the expression in use), ``lengthscale``, ``variance``,
-  ``noise_variance``, ``x1``, ``x2``, ``reverse``, ``tolerance``; ``n_points``;
+  ``noise_variance``, ``x1``, ``x2``, ``fix_x1``, ``f_x1``, ``reverse``, ``tolerance``; ``n_points``;
 * the prior: ``prior.samples`` (functions drawn), ``prior.max_abs`` (largest |f| among them);
 * the posterior on the plotted grid: ``posterior.sd_f_at_data`` (largest sd of f at the data's
   inputs), ``posterior.sd_f_far`` (sd of f at the grid's right end, x = 4), ``posterior.sd_f_max``,
@@ -12,6 +12,10 @@ Names:
 * the two views: ``pair.prior_correlation`` and ``pair.posterior_correlation`` of (f(x1), f(x2)),
   ``pair.prior_sd2`` / ``pair.posterior_sd2`` (sd of f(x2)), ``pair.given_first_sd2`` (sd of f(x2)
   once f(x1) is known, under the prior);
+* f(x1) fixed (``fix_x1``, ``f_x1``): ``fixed.mean2_function`` and ``fixed.sd2_function`` (the prior
+  given f(x1) at x2, read off the function view's band), ``fixed.mean2_pair`` and ``fixed.sd2_pair``
+  (the same read off the 2-D view's bar), ``fixed.at_x1`` (the band's centre at x1);
+  ``covariance.pair_correlation`` (the correlation of the image's entries at (x1, x2));
 * the evidence: ``evidence.total`` (the sum of the bars), ``evidence.exact`` (log p(y) of the exact
   GP, :class:`gpexplorer.sparse.regression.ExactGPR`, computed apart), ``evidence.first`` and
   ``evidence.last`` (the first and last bars), ``evidence.lowest`` (the lowest bar), ``evidence.bars``, ``evidence.order``
@@ -74,6 +78,24 @@ def _pair(lab, out):
     out["pair.given_first_sd2"] = float(np.sqrt(prior.given_first(prior.mean[0])[1]))
 
 
+def _fixed(lab, out):
+    from gpexplorer.ui.primer.settings import GRID, GRID_STEP
+
+    s = lab.settings
+    image = np.asarray(lab.covariance_chart.src.data["image"][0], dtype=float)
+    if image.shape[0] > 2:
+        i, j = (int(round((v - GRID[0]) / (2 * GRID_STEP))) for v in (s.x1, s.x2))
+        out["covariance.pair_correlation"] = float(image[i, j] / np.sqrt(image[i, i] * image[j, j]))
+    band, bar = lab.prior_chart.given.data, lab.pair_chart.given.data
+    if len(band["x"]) and len(bar["y"]) == 2:
+        k1, k2 = (int(np.argmin(np.abs(GRID - v))) for v in (s.x1, s.x2))
+        out.update({"fixed.mean2_function": float(band["mean"][k2]),
+                    "fixed.sd2_function": float(band["upper"][k2] - band["lower"][k2]) / 4,
+                    "fixed.mean2_pair": float(bar["y"][0] + bar["y"][1]) / 2,
+                    "fixed.sd2_pair": float(bar["y"][1] - bar["y"][0]) / 4,
+                    "fixed.at_x1": float(band["mean"][k1])})
+
+
 def _evidence(lab, out):
     from gpexplorer.sparse.regression import ExactGPR
 
@@ -105,11 +127,12 @@ def quantities(lab) -> dict:
     s = lab.settings
     out = {"kernel": lab.kernel_used, "lengthscale": float(s.lengthscale), "variance": float(s.variance),
            "noise_variance": float(s.noise_variance), "x1": float(s.x1), "x2": float(s.x2), "reverse": bool(s.reverse),
-           "tolerance": float(s.tolerance), "n_points": len(lab.X)}
+           "tolerance": float(s.tolerance), "n_points": len(lab.X), "fix_x1": bool(s.fix_x1), "f_x1": float(s.f_x1)}
     if lab.prior is not None:
         out.update({"prior.samples": int(lab.prior.shape[0]), "prior.max_abs": float(np.abs(lab.prior).max())})
     _posterior(lab, out)
     _pair(lab, out)
+    _fixed(lab, out)
     _evidence(lab, out)
     _filter(lab, out)
     return out

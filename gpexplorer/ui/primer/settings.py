@@ -1,9 +1,11 @@
 """The primer lab's configuration as Param parameters.
 
 One :class:`PrimerSettings` per session is the single source of truth: widgets are generated from
-it (``pn.Param``), the URL mirrors it and the JSON export serialises it. The data points are not
-settings (a tap adds one): they live in the lab. :func:`kernel_for` turns the expression and the
-sliders into a kernel. Nothing here touches Bokeh.
+it (``pn.Param``), the URL mirrors it and the JSON export serialises it. The data points are a
+setting too (``points``, "x:y" pairs; a tap, a drag or a removal rewrites it), so a link carries
+them; no widget shows the text. :func:`kernel_for` turns the expression and the sliders into a
+kernel, :func:`decode_points` / :func:`encode_points` the text into points and back. Nothing here
+touches Bokeh.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ N_PRIOR, N_POSTERIOR = 5, 3
 #: the data points the page starts with (and "Default points" restores)
 DEFAULT_X = (0.5, 1.0, 1.5, 2.2)
 DEFAULT_Y = (-0.3, 0.4, 0.8, 0.3)
-#: points a tap may add up to (every view stays at milliseconds)
-MAX_POINTS = 50
+#: points a tap may add up to (every view stays at milliseconds: one factorisation of 500 x 500)
+MAX_POINTS = 500
+#: |y| a data point may have (the plots span a few units; this only refuses absurd values)
+MAX_ABS_Y = 1000.0
 #: the filter: prior draws per lengthscale and the lengthscales compared with the page's
 FILTER_SAMPLES = 100_000
 SHORT, LONG = 0.1, 3.0
@@ -32,7 +36,42 @@ SHORT, LONG = 0.1, 3.0
 #: which settings change what: the kernel (everything), the conditioning, the pair view, the bars
 KERNEL = ("kernel", "lengthscale", "variance")
 PRIOR = KERNEL + ("seed",)
-FILTER = KERNEL + ("noise_variance", "tolerance", "seed")
+FILTER = KERNEL + ("noise_variance", "tolerance", "seed", "points")
+
+
+def encode_points(X, y):
+    """The ``points`` text of data points: "x:y" pairs, four decimals, comma-separated."""
+    return ",".join(f"{float(a):.4f}".rstrip("0").rstrip(".") + ":" + f"{float(b):.4f}".rstrip("0").rstrip(".")
+                    for a, b in zip(X, y))
+
+
+def decode_points(text):
+    """(X, y) lists from a ``points`` text; ValueError naming the first bad pair. Numbers only (no
+    expression is evaluated); x within the plotted inputs, |y| <= MAX_ABS_Y, at most MAX_POINTS."""
+    text = (text or "").strip()
+    if not text:
+        return [], []
+    pairs = text.split(",")
+    if len(pairs) > MAX_POINTS:
+        raise ValueError(f"{len(pairs)} data points; at most {MAX_POINTS} are allowed")
+    X, y = [], []
+    for k, pair in enumerate(pairs):
+        parts = pair.split(":")
+        try:
+            a, b = (float(v) for v in parts) if len(parts) == 2 else (None, None)
+        except ValueError:
+            a = b = None
+        if a is None or not (np.isfinite(a) and np.isfinite(b)):
+            raise ValueError(f"data point {k + 1} ({pair.strip()[:30]!r}) is not a pair of numbers x:y")
+        if not GRID[0] <= a <= GRID[-1] or abs(b) > MAX_ABS_Y:
+            raise ValueError(f"data point {k + 1} ({a:g}, {b:g}) is outside x in [{GRID[0]:g}, {GRID[-1]:g}], "
+                             f"|y| <= {MAX_ABS_Y:g}")
+        X.append(a)
+        y.append(b)
+    return X, y
+
+
+
 
 
 class PrimerSettings(param.Parameterized):
@@ -56,20 +95,26 @@ class PrimerSettings(param.Parameterized):
                             doc="Predict the points last to first: every bar changes, their sum does not")
     tolerance = param.Number(default=0.3, bounds=(0.02, 2.0), step=0.01, label="Filter tolerance",
                              doc="A prior draw is kept when every y_s is within this of the data")
+    fix_x1 = param.Boolean(default=False, label="Fix f(x1)",
+                           doc="Condition the prior on f(x1) = the value below, in both views")
+    f_x1 = param.Number(default=1.0, bounds=(-3.0, 3.0), step=0.05, label="Value of f(x1)",
+                        doc="The value f(x1) is fixed at when 'Fix f(x1)' is on")
+    points = param.String(default="", label="Data points",
+                          doc="The data points as x:y pairs, comma-separated (tap, drag or remove them on the plot)")
 
 
 def control_groups():
     """Parameter names of each control panel, in display order."""
     return {
         "Prior": ["kernel", "lengthscale", "variance", "noise_variance", "seed"],
-        "Two views of one Gaussian": ["x1", "x2"],
+        "Two views of one Gaussian": ["x1", "x2", "fix_x1", "f_x1"],
         "Evidence and Occam's razor": ["reverse", "tolerance"],
     }
 
 
 def url_parameters():
-    """Settings mirrored in the URL (all of them)."""
-    return url_state.grouped_names(control_groups())
+    """Settings mirrored in the URL (all of them; the data points last)."""
+    return url_state.grouped_names(control_groups()) + ["points"]
 
 
 
@@ -89,4 +134,5 @@ def kernel_for(expression, lengthscale, variance):
     return kernel
 
 
+PrimerSettings.param.points.default = encode_points(DEFAULT_X, DEFAULT_Y)
 url_state.order_controls(PrimerSettings, url_parameters())

@@ -27,18 +27,25 @@ EXPLAIN = {
     "prior": (
         "<b>The prior.</b> Five functions drawn from N(0, K) on 201 points of [-1, 4] (K + jitter = L L<sup>T</sup>, "
         "f = L e). The lengthscale sets how far apart two inputs must be before their values are nearly "
-        "independent; the variance sets the functions' height. <i>Resample</i> draws five new ones. Dotted: x1 "
-        "and x2 of the 2-D view below."),
+        "independent; the variance sets the functions' height. <i>Resample</i> draws five new ones; <i>Animate</i> "
+        "moves them smoothly (cos t f<sub>a</sub> + sin t f<sub>b</sub> is again a prior draw). Dotted: x1 and x2 "
+        "of the 2-D view below; with <i>Fix f(x1)</i>, the band is the prior given f(x1) = the value set."),
+    "covariance": (
+        "<b>The covariance matrix.</b> k(x, x') for every pair of plotted inputs (x across, x' down): the "
+        "diagonal is the variance, and the colour fades with distance at the rate the lengthscale sets. The "
+        "prior's functions above are N(0, K) draws with this K; the four circles are the 2 x 2 block at x1 and "
+        "x2, the covariance of the 2-D view beside it."),
     "posterior": (
         "<b>Conditioning.</b> Given the data y = f(x) + e, the posterior of f is again a GP: its mean (black), "
         "±2 sd of f (dark band: where the function is) and ±2 sd of y (light band: where a new noisy observation "
-        "falls; it adds the noise variance), and three posterior draws (dashed). Tap the plot to add a point; "
-        "grey lines: the prior draws the filter below kept."),
+        "falls; it adds the noise variance), and three posterior draws (dashed). Tap the plot to add a point, "
+        "tap a point to remove it, drag a point to move it; grey lines: the prior draws the filter below kept."),
     "pair": (
         "<b>Two views of one Gaussian.</b> The values f(x1) and f(x2) of every function above are one draw from a "
         "2-D Gaussian: its 2-sd ellipse under the prior (dashed) and the posterior (blue), and the five prior "
         "samples' values as dots (the same colours as their lines). Close inputs: a thin, tilted ellipse (the "
-        "values move together); far apart: a circle (independent)."),
+        "values move together); far apart: a circle (independent). With <i>Fix f(x1)</i>: the vertical bar is "
+        "f(x2) given f(x1), ±2 sd; it matches the band at x2 in the prior plot above."),
     "evidence": (
         "<b>The evidence as sequential prediction.</b> log p(y) = sum<sub>n</sub> log p(y<sub>n</sub> | "
         "y<sub>1</sub>, ..., y<sub>n-1</sub>): predict each point from the ones before it. Each bar is one "
@@ -68,7 +75,8 @@ def kernel_message_html(name, error=None, previous=None):
 def points_html(n, limit, refused=False):
     full = f' <span style="color:#8a6d00">At most {limit} points: the tap was ignored.</span>' if refused else ""
     return (f'<div id="points-readout" data-points="{n}" style="font-size:0.9em">{n} data point'
-            f'{"s" if n != 1 else ""}; tap the posterior plot to add one.{full}</div>')
+            f'{"s" if n != 1 else ""}; tap the posterior plot to add one, tap a point to remove it, drag to move it.'
+            f'{full}</div>')
 
 
 def evidence_html(evidence, lml_check=None):
