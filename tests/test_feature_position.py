@@ -54,3 +54,16 @@ def test_near_duplicates_are_the_pairs_whose_u_are_almost_perfectly_correlated()
     (pair,) = near_duplicates(feature, k)
     assert pair[:2] == (1, 2) and pair[2] > 0.9999
     assert near_duplicates(inducing.InducingPoints(np.array([[1.0], [3.0]])), k) == []
+
+
+def test_closest_pair_is_the_most_correlated_pair_whatever_the_order():
+    from gpexplorer.inducing import InducingPoints
+    from gpexplorer.kernels import SquaredExponential
+    from gpexplorer.sparse.feature_position import closest_pair
+
+    k = SquaredExponential(lengthscale=0.5)
+    for order in ([0.0, 2.0, 0.05], [0.05, 0.0, 2.0], [2.0, 0.05, 0.0]):
+        z = np.array(order)[:, None]
+        i, j = closest_pair(InducingPoints(z), k)
+        assert i < j and {order[i], order[j]} == {0.0, 0.05}
+    assert closest_pair(InducingPoints(np.zeros((1, 1))), k) == (0, 0)

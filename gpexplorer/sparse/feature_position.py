@@ -18,7 +18,7 @@ import numpy as np
 from gpexplorer import covariances
 from gpexplorer.linalg import JitterWarning
 
-__all__ = ["PositionCurve", "position_curve", "zoom_grid", "near_duplicates", "u_correlation",
+__all__ = ["PositionCurve", "position_curve", "zoom_grid", "near_duplicates", "u_correlation", "closest_pair",
            "DUPLICATE_CORRELATION", "NO_VARIANCE"]
 
 DUPLICATE_CORRELATION = 0.9999  # thesis §4.4.2: "very strongly correlates their inducing outputs"
@@ -82,6 +82,18 @@ def zoom_grid(curve: PositionCurve, points=None, width=None, center=None):
 
 #: a member whose prior variance is below this fraction of the largest has no correlation to speak of
 NO_VARIANCE = 1e-12
+
+
+def closest_pair(feature, kernel):
+    """(i, j), i < j: the two members whose u are most correlated (in |corr|) under the prior;
+    (0, 0) for a single member. Which members pair up after a fit depends on which of several
+    equally good starts won, so a page selects the pair by this, not by index."""
+    if len(feature) < 2:
+        return 0, 0
+    C = np.abs(u_correlation(feature, kernel))
+    np.fill_diagonal(C, -1.0)
+    i, j = np.unravel_index(int(np.argmax(C)), C.shape)
+    return int(min(i, j)), int(max(i, j))
 
 
 def u_correlation(feature, kernel):

@@ -17,6 +17,7 @@ from gpexplorer._threads import threads_for
 from gpexplorer.inducing import InducingFeature
 from gpexplorer.sparse import studies
 from gpexplorer.sparse.comparison import APPROXIMATIONS, build_model, parameter_key
+from gpexplorer.sparse.feature_position import closest_pair
 from gpexplorer.sparse.joint_fit import continue_fits, convergence_badges, fit_all
 from gpexplorer.ui.markup import status_html
 from gpexplorer.ui.sparse import settings as cfg
@@ -174,6 +175,8 @@ class FitJobs:
             cfg.adopt(self.settings, reference.final)  # warm start for the next fit
             if self.feature is not None and self.dataset.input_dim == 1 and self._draggable():
                 self.settings.inducing_inputs = [round(float(v), 6) for v in self.Z[:, 0]]
+            if self.settings.select_closest and reference.final.inducing is not None:
+                self.settings.selected_feature = closest_pair(reference.final.inducing, reference.final.kernel)[0]
             self._show_selected_feature()
         self.replay_slider.disabled = False
         self.trace.update(outcomes)

@@ -91,6 +91,9 @@ class LabSettings(param.Parameterized):
                                      label="Feature frequency", doc="Angular frequency of the selected feature")
     selected_feature = param.Integer(default=0, bounds=(0, 199), precedence=-1, label="Selected feature",
                                      doc="The feature the width and frequency sliders and the position sweep act on")
+    select_closest = param.Boolean(default=False, label="Select the closest pair after a fit",
+                                   doc="When a fit ends, select the first of the two features whose u are most "
+                                       "correlated under the prior (the position tab then sweeps it)")
     jitter = param.Selector(default=1e-6, objects={f"{v:.0e}": v for v in (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)},
                             label="Kuu jitter",
                             doc="Added to Kuu's diagonal in every evaluation and fit (thesis 4.4.2: near-coincident "
@@ -166,7 +169,7 @@ def control_groups():
                             "feature_frequency", "jitter"],
         "Show": ["approximations", "band", "show_samples", "split_of", "position_jitter"],
         "Optimisation": ["optimise_kernel", "optimise_noise", "optimise_Z", "restarts", "max_iter",
-                         "vfe_from_fitc", "sweep_max_M"],
+                         "vfe_from_fitc", "sweep_max_M", "select_closest"],
     }
 
 
