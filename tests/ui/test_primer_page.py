@@ -248,3 +248,14 @@ def test_five_hundred_points_from_a_link_redraw_promptly(open_lab):
     total = float(page.locator("#evidence-readout").get_attribute("data-total"))
     assert total == pytest.approx(sum(cds_data(page, "evidence-bars")["term"]), abs=1e-6)
     assert statistics.median(latencies) < LATENCY_LIMIT_MS
+
+
+def test_the_invariance_view_shows_images_and_both_kernels_evidence(open_lab):
+    page = open_lab().page
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('invariance-evidence').get_length() === 40")
+    curves = cds_data(page, "invariance-evidence")
+    assert curves["convolutional"][-1] > curves["se"][-1]
+    assert cds_length(page, "invariance-images") == 8
+    wait_until_quiet(page)
+    data_to_page(page, "invariance-figure", 20.0, 0.0)  # scrolls the view into sight
+    save_screenshot(page, settle_ms=400, path=SCREENSHOTS / "primer-invariance-1600x1000.png")

@@ -161,3 +161,20 @@ def test_the_animation_moves_the_samples_along_great_circles_of_the_prior(lab):
     assert lab.phase == 0.0
     a5, _ = primer.prior_samples(lab.kernel, grid, cfg.N_PRIOR, seed=5)
     np.testing.assert_allclose(np.array(lab.prior_chart.src.data["ys"]), a5, atol=1e-12)
+
+
+def test_the_invariance_view_is_the_sequential_evidence_of_each_kernel_on_the_images(lab):
+    lab.draw_invariance()  # the page draws it on the tick after the first views
+    X, y, _ = primer.stamped_images(lab.settings.images)
+    curves = lab.invariance_chart.curves.data
+    assert list(curves["n"]) == list(range(1, 41))
+    for name, kernel in primer.invariance_kernels().items():
+        exact = ExactGPR(X, y, kernel, cfg.IMAGE_NOISE).log_marginal_likelihood()
+        assert curves[name][-1] == pytest.approx(exact, abs=1e-8), name  # the running sum ends at log p(y)
+    assert curves["convolutional"][-1] > curves["se"][-1] + 40
+    strip = lab.invariance_chart.images.data
+    assert len(strip["image"]) == 8 and strip["label"][0] == f"y = {y[0]:.2f}"
+    np.testing.assert_array_equal(np.asarray(strip["image"][0])[::-1], X[0].reshape(6, 6))
+    lab.settings.images = 12
+    lab._apply_pending()
+    assert len(lab.invariance_chart.curves.data["n"]) == 12

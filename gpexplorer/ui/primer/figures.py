@@ -12,7 +12,8 @@ the 2-sd ellipses), ``pair-dots`` (x, y, colour: the prior samples' values at x1
 ``pair-given-x1`` (x, y: the ±2 sd bar of f(x2) given f(x1)) and ``pair-given-mean``,
 ``covariance`` (image) and ``covariance-pair`` (x, y: the 2 x 2 block at x1, x2), ``evidence-bars``
 (position, term, point, x, label). Figures: ``prior-figure``, ``posterior-figure``, ``pair-figure``,
-``covariance-figure``, ``evidence-figure``.
+``covariance-figure``, ``evidence-figure``, ``invariance-figure`` and ``invariance-strip`` (sources
+``invariance-evidence``: n, convolutional, se; ``invariance-images``: image, x, right, label).
 """
 
 from __future__ import annotations
@@ -293,6 +294,52 @@ class CovarianceFigure:
     def mark(self, x1, x2):
         """Mark k(x1, x1), k(x1, x2), k(x2, x1) and k(x2, x2)."""
         assign(self.block, {"x": [x1, x2, x1, x2], "y": [x1, x1, x2, x2]}, unless_equal=True)
+
+
+class InvarianceFigure:
+    """Images arriving one at a time: the first few stamped images (their y above them) and each
+    kernel's cumulative log evidence sum_{m <= n} log p(y_m | y_<m) against n."""
+
+    WIDTH, HEIGHT, STRIP = 560, 230, 8
+    COLOURS = {"convolutional": "#009e73", "se": "#d55e00"}
+    LABELS = {"convolutional": "convolutional (invariant)", "se": "SE on the pixels"}
+
+    def __init__(self):
+        strip = figure(name="invariance-strip", title="The first images (y above each)", frame_width=self.WIDTH,
+                       frame_height=80, tools="", toolbar_location=None, x_range=Range1d(-0.2, 7.0 * self.STRIP / 6 + 1.2),
+                       y_range=Range1d(-0.1, 1.45))
+        strip.axis.visible, strip.grid.visible = False, False
+        strip.width, strip.min_border_left, strip.min_border_right = self.WIDTH + 20, 10, 10
+        strip.outline_line_color = None
+        self.images = source("invariance-images", {"image": [], "x": [], "right": [], "label": []})
+        strip.image("image", x="x", y=0.0, dw=1.0, dh=1.0, source=self.images,
+                    color_mapper=LinearColorMapper(palette="Greys256", low=1.0, high=0.0))
+        strip.quad(left="x", right="right", bottom=0.0, top=1.0, source=self.images, fill_color=None,
+                   line_color="#888888")  # the image's edge: most of it is blank
+        strip.text("x", 1.05, text="label", source=self.images, text_font_size="11px")
+        fig = figure(name="invariance-figure", title="Cumulative log evidence as images arrive",
+                     frame_width=self.WIDTH, frame_height=self.HEIGHT, tools=TOOLS, toolbar_location="above")
+        fig.toolbar.logo, fig.toolbar.autohide = None, True
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "images seen n", "sum of log p(y_m | y_<m), m <= n"
+        self.curves = source("invariance-evidence", {"n": [], "convolutional": [], "se": []})
+        items = []
+        for name, colour in self.COLOURS.items():
+            r = fig.line("n", name, source=self.curves, color=colour, line_width=2.5)
+            items.append(legend_item(self.LABELS[name], [r]))
+        fig.add_layout(Legend(items=items, location="top_left", click_policy="hide"))
+        self.strip, self.figure = strip, fig
+
+    def update(self, X, y, result):
+        """``X`` [n, 36] images, ``y`` [n], ``result`` from :func:`gpexplorer.primer.evidence_as_data_arrive`."""
+        k = min(self.STRIP, len(y))
+        side = int(round(np.sqrt(X.shape[1])))
+        assign(self.images, {"image": [np.asarray(X[i].reshape(side, side)[::-1], dtype=np.float32) for i in range(k)],
+                             "x": [i * 7.0 / 6 for i in range(k)], "right": [i * 7.0 / 6 + 1.0 for i in range(k)],
+                             "label": [f"y = {v:.2f}" for v in y[:k]]})
+        n = np.arange(1, len(y) + 1)
+        assign(self.curves, {"n": n, "convolutional": result["convolutional"][1], "se": result["se"][1]})
+        self.figure.title.text = (f"Cumulative log evidence as {len(y)} images arrive: convolutional "
+                                  f"{result['convolutional'][1][-1]:.1f}, SE {result['se'][1][-1]:.1f}")
 
 
 def x_range():

@@ -27,8 +27,8 @@ from gpexplorer.ui.lab_base import LabBase, next_tick
 from gpexplorer.ui.markup import TextBlock
 from gpexplorer.ui.primer import layout, texts
 from gpexplorer.ui.primer import settings as cfg
-from gpexplorer.ui.primer.figures import CovarianceFigure, EvidenceFigure, PairFigure, PosteriorFigure, PriorFigure, \
-    x_range
+from gpexplorer.ui.primer.figures import CovarianceFigure, EvidenceFigure, InvarianceFigure, PairFigure, \
+    PosteriorFigure, PriorFigure, x_range
 from gpexplorer.ui.widgets import PromptButton
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class PrimerLab(LabBase):
         super().__init__(cfg.PrimerSettings(), **params)
         self.X, self.y = [], []
         self.kernel, self.kernel_used, self.kernel_error, self.error = None, "se", None, None
-        self.prior = self.conditioned = self.evidence = self.pair = self.given = None
+        self.prior = self.conditioned = self.evidence = self.pair = self.given = self.invariance = None
         self._prior_key, self._prior_pair, self.phase = None, None, 0.0
         self.filter_results, self.filter_stale, self.filter_message = None, False, None
         self._build_components()
@@ -63,6 +63,7 @@ class PrimerLab(LabBase):
         self.prior_chart = PriorFigure(shared)
         self.posterior_chart = PosteriorFigure(shared, self._on_tap, self._on_drag)
         self.covariance_chart = CovarianceFigure()
+        self.invariance_chart = InvarianceFigure()
         self.pair_chart, self.evidence_chart = PairFigure(), EvidenceFigure()
         self.intro = TextBlock(texts.INTRO, styles={"font-size": "0.95em"})
         self.badge_pane = TextBlock(texts.badges_html([]))
@@ -136,11 +137,14 @@ class PrimerLab(LabBase):
         self._load_points()
         self._update_kernel()
         self.draw()
+        next_tick(self.draw_invariance)  # a tenth of a second: after the first views are on screen
 
     def _apply_settings(self, names):
         try:
             if "points" in names:
                 self._load_points()
+            if "images" in names:
+                self.draw_invariance()
             if names & set(cfg.KERNEL):
                 self._update_kernel()
             if names & set(cfg.FILTER):
@@ -320,6 +324,14 @@ class PrimerLab(LabBase):
         if self.phase == 0.0:
             return self._prior_pair[0]
         return math.cos(self.phase) * self._prior_pair[0] + math.sin(self.phase) * self._prior_pair[1]
+
+    def draw_invariance(self):
+        """Stamped images one at a time: each kernel's evidence as sequential prediction (thesis fig. 5.5)."""
+        X, y, _ = primer.stamped_images(self.settings.images)
+        result = primer.evidence_as_data_arrive(primer.invariance_kernels(), X, y, cfg.IMAGE_NOISE)
+        self.invariance = (X, y, result)
+        with self._silenced():
+            self.invariance_chart.update(X, y, result)
 
     # Occam's razor by filtering ----------------------------------------------------------
     def filter_lengthscales(self):

@@ -59,4 +59,7 @@ def views(lab):
         explained(_bokeh(lab.posterior_chart.figure), "posterior"),
         pair_and_bars,
         explained(lab.filter_readout, "filter"),
+        pn.Column(pn.pane.Bokeh(lab.invariance_chart.strip, width=lab.invariance_chart.WIDTH + 60),
+                  pn.pane.Bokeh(lab.invariance_chart.figure),
+                  note(EXPLAIN["invariance"], lab.invariance_chart.figure.width), sizing_mode="stretch_width"),
         sizing_mode="stretch_width")

@@ -16,6 +16,9 @@ Names:
   given f(x1) at x2, read off the function view's band), ``fixed.mean2_pair`` and ``fixed.sd2_pair``
   (the same read off the 2-D view's bar), ``fixed.at_x1`` (the band's centre at x1);
   ``covariance.pair_correlation`` (the correlation of the image's entries at (x1, x2));
+* the invariance view: ``images``; ``invariance.conv_total`` and ``invariance.se_total`` (each
+  kernel's log evidence after every image), ``invariance.conv_late`` and ``invariance.se_late``
+  (their mean log p(y_n | y_<n) over the second half of the images);
 * the evidence: ``evidence.total`` (the sum of the bars), ``evidence.exact`` (log p(y) of the exact
   GP, :class:`gpexplorer.sparse.regression.ExactGPR`, computed apart), ``evidence.first`` and
   ``evidence.last`` (the first and last bars), ``evidence.lowest`` (the lowest bar), ``evidence.bars``, ``evidence.order``
@@ -34,6 +37,7 @@ __all__ = ["ACTIONS", "VIEWS", "settings_and_names", "make_lab", "quantities"]
 ACTIONS = {"filter": ("Filter prior samples", "run_filter")}
 #: view -> the Bokeh figure name the page scrolls into sight
 VIEWS = {"prior": {"figure": "prior-figure"}, "posterior": {"figure": "posterior-figure"},
+         "invariance": {"figure": "invariance-figure"}, "covariance": {"figure": "covariance-figure"},
          "pair": {"figure": "pair-figure"}, "evidence": {"figure": "evidence-figure"}}
 ROLES = {"too short": "short", "this page's": "page", "too long": "long"}
 
@@ -96,6 +100,17 @@ def _fixed(lab, out):
                     "fixed.at_x1": float(band["mean"][k1])})
 
 
+def _invariance(lab, out):
+    if lab.invariance is None:
+        return
+    _, y, result = lab.invariance
+    half = len(y) // 2
+    for key, name in (("conv", "convolutional"), ("se", "se")):
+        terms, cumulative = result[name]
+        out[f"invariance.{key}_total"] = float(cumulative[-1])
+        out[f"invariance.{key}_late"] = float(np.mean(terms[half:]))
+
+
 def _evidence(lab, out):
     from gpexplorer.sparse.regression import ExactGPR
 
@@ -127,12 +142,14 @@ def quantities(lab) -> dict:
     s = lab.settings
     out = {"kernel": lab.kernel_used, "lengthscale": float(s.lengthscale), "variance": float(s.variance),
            "noise_variance": float(s.noise_variance), "x1": float(s.x1), "x2": float(s.x2), "reverse": bool(s.reverse),
-           "tolerance": float(s.tolerance), "n_points": len(lab.X), "fix_x1": bool(s.fix_x1), "f_x1": float(s.f_x1)}
+           "tolerance": float(s.tolerance), "n_points": len(lab.X), "fix_x1": bool(s.fix_x1), "f_x1": float(s.f_x1),
+           "images": int(s.images)}
     if lab.prior is not None:
         out.update({"prior.samples": int(lab.prior.shape[0]), "prior.max_abs": float(np.abs(lab.prior).max())})
     _posterior(lab, out)
     _pair(lab, out)
     _fixed(lab, out)
+    _invariance(lab, out)
     _evidence(lab, out)
     _filter(lab, out)
     return out

@@ -33,6 +33,8 @@ MAX_ABS_Y = 1000.0
 FILTER_SAMPLES = 100_000
 SHORT, LONG = 0.1, 3.0
 
+#: the invariance view's image noise variance (the stamps' values are 1, -1 and 0.3)
+IMAGE_NOISE = 0.01
 #: which settings change what: the kernel (everything), the conditioning, the pair view, the bars
 KERNEL = ("kernel", "lengthscale", "variance")
 PRIOR = KERNEL + ("seed",)
@@ -99,6 +101,8 @@ class PrimerSettings(param.Parameterized):
                            doc="Condition the prior on f(x1) = the value below, in both views")
     f_x1 = param.Number(default=1.0, bounds=(-3.0, 3.0), step=0.05, label="Value of f(x1)",
                         doc="The value f(x1) is fixed at when 'Fix f(x1)' is on")
+    images = param.Integer(default=40, bounds=(5, 120), label="Images",
+                           doc="Stamped 6 x 6 images that arrive one at a time in the invariance view")
     points = param.String(default="", label="Data points",
                           doc="The data points as x:y pairs, comma-separated (tap, drag or remove them on the plot)")
 
@@ -109,6 +113,7 @@ def control_groups():
         "Prior": ["kernel", "lengthscale", "variance", "noise_variance", "seed"],
         "Two views of one Gaussian": ["x1", "x2", "fix_x1", "f_x1"],
         "Evidence and Occam's razor": ["reverse", "tolerance"],
+        "Invariance (images)": ["images"],
     }
 
 

@@ -56,6 +56,13 @@ EXPLAIN = {
         "those within the tolerance of every data point: the share kept estimates how probable the data are "
         "under the model. Too short a lengthscale spreads its probability over many wiggly data sets, too long "
         "a one cannot bend to the data; both keep fewer than a lengthscale that fits. log p(y) is exact."),
+    "invariance": (
+        "<b>Invariance and the evidence.</b> Each 6 x 6 image is blank but for one 2 x 2 stamp of one of three "
+        "kinds at a random place; y depends on the kind only. The convolutional kernel sums a patch kernel over "
+        "every 2 x 2 patch, so it does not see where a stamp is; SE on the 36 pixels sees the same stamp at two "
+        "places as two distant inputs. Read as sequential prediction, each image's log p(y<sub>n</sub> | "
+        "y<sub>&lt;n</sub>) adds to a running sum: the invariant model predicts later images well and its "
+        "evidence climbs, SE's does not (thesis fig. 5.5)."),
 }
 
 
