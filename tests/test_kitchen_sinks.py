@@ -486,3 +486,19 @@ def test_bad_prediction_and_fit_arguments_are_refused():
         m.posterior_covariance(3)
     with pytest.raises(ValueError, match="unknown parameter"):
         m.set_parameters(variance=2.0)
+
+
+def test_a_failed_factorisation_retries_with_jitter_on_the_matrix_itself():
+    """LAPACK leaves a failed Cholesky's partial factor in its input; the jittered retry must start
+    from the matrix (on this machine's rounding the seismic Newton system took that path and, retried
+    on the debris, failed at any jitter)."""
+    import warnings
+
+    from gpexplorer.linearized.kitchen_sinks_algebra import _cholesky
+
+    G = np.array([[1.0, 0.0, 0.0], [1.0, 1.0 - 1e-12, 0.0], [0.5, 0.5, 2.0]])  # lower triangle; singular to 1e-12
+    full = np.tril(G) + np.tril(G, -1).T
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        L = _cholesky(np.asfortranarray(G), "a test matrix")  # Fortran order, as dsyrk makes it: LAPACK works in place
+    assert np.max(np.abs(L @ L.T - full)) < 1e-6  # a small jitter, not a factor of something else

@@ -29,9 +29,11 @@ MAX_COUPLED_SIZE = 6000
 
 
 def _cholesky(G, what):
-    """Lower Cholesky factor of the symmetric G whose lower triangle is filled (G is overwritten)."""
+    """Lower Cholesky factor of the symmetric G whose lower triangle is filled. G is kept: LAPACK
+    leaves a failed factorisation's partial factor in its input, and the jittered retry must start
+    from G itself (it once retried on that debris and failed at any jitter)."""
     try:
-        return sla.cholesky(G, lower=True, overwrite_a=True, check_finite=False)
+        return sla.cholesky(G, lower=True, overwrite_a=False, check_finite=False)
     except np.linalg.LinAlgError:
         G = np.tril(G) + np.tril(G, -1).T
         return jittered_cholesky(G, 1e-10 * np.mean(np.diag(G)), what=what)[0]
