@@ -17,6 +17,7 @@ import panel as pn
 
 from gpexplorer.ui import url_state
 from gpexplorer.ui.address_bar import AddressBar
+from gpexplorer.ui.slide_tools import SlideTools
 from gpexplorer.ui.file_input import SizedFileInput
 from gpexplorer.ui.jobs import JobControls, JobPoller
 from gpexplorer.ui.markup import TextBlock, status_html, upload_html
@@ -76,6 +77,11 @@ class LabBase(JobControls, pn.viewable.Viewer):
         self.upload_message.visible = False
         self.download = pn.widgets.FileDownload(callback=self._state_json, filename=self.state_filename,
                                                 label="Download state (JSON)", color="light")
+        self.slide_tools = SlideTools(figures=self.slide_figures(), sizing_mode="stretch_width", margin=(2, 10))
+
+    def slide_figures(self):
+        """{label: Bokeh figure name} the slide export offers (labs list their figures)."""
+        return {}
 
     def _url_names(self):
         """Settings mirrored in the URL (and watched); by default those of the JSON export."""

@@ -259,3 +259,37 @@ def test_the_invariance_view_shows_images_and_both_kernels_evidence(open_lab):
     wait_until_quiet(page)
     data_to_page(page, "invariance-figure", 20.0, 0.0)  # scrolls the view into sight
     save_screenshot(page, settle_ms=400, path=SCREENSHOTS / "primer-invariance-1600x1000.png")
+
+
+def test_a_figure_exports_as_a_high_resolution_png_and_an_svg_with_its_legend(open_lab):
+    """The slide tools: the posterior figure as a PNG three times its size and as an SVG holding
+    its legend's labels; Copy link puts the page's link (with the state) on the clipboard."""
+    import struct
+    import xml.etree.ElementTree as ET
+
+    page = open_lab("?lengthscale=0.5").page
+    wait_until_quiet(page)
+    page.get_by_label("Figure to export").select_option("posterior-figure")
+    with page.expect_download() as info:
+        page.get_by_role("button", name="SVG").click()
+    svg_path = info.value.path()
+    root = ET.parse(svg_path).getroot()
+    assert root.tag.endswith("svg")
+    text = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    for label in ("posterior mean", "±2 sd of f", "data"):
+        assert label in text, label  # the legend is in the file
+    assert info.value.suggested_filename == "posterior-figure.svg"
+    import json
+
+    expect(page.locator("[data-last-export]")).to_have_count(1)  # the component's element (in its shadow root)
+    frame = json.loads(page.locator("[data-last-export]").get_attribute("data-last-export"))
+    assert frame["figure"] == "posterior-figure" and frame["format"] == "svg"
+
+    with page.expect_download() as info:
+        page.get_by_role("button", name="PNG (3x)").click()
+    data = pathlib.Path(info.value.path()).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk
+    assert width == round(3 * frame["width"]) and height == round(3 * frame["height"]) and width >= 1800
+    page.get_by_role("button", name="Copy link").click()
+    expect(page.locator("[data-copied]")).to_have_attribute("data-copied", re.compile(r"lengthscale=0\.5"))

@@ -65,6 +65,9 @@ class BlackBoxLab(LabBase):
         self.continue_button.on_click(lambda _: self.continue_fit())
 
     # the lab base's hooks ---------------------------------------------------------------
+    def slide_figures(self):
+        return {"Latent posterior": "latent", "Observation space": "observation", "q(u) components": "components", "ELBO": "elbo", "Estimator variance": "variance"}
+
     def _settings_names(self):
         return cfg.url_parameters()
 

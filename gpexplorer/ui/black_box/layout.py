@@ -28,7 +28,7 @@ def controls(lab):
     data_card = {t: [lab.upload, lab.upload_message] for t in titles if t.startswith("Data")}
     groups = control_cards(lab.settings, titles, WIDGETS, data_card)
     actions = pn.Column(pn.Row(lab.fit_button, lab.cancel_button), lab.progress, lab.status, lab.download,
-                        lab.address_bar, sizing_mode="stretch_width")
+                        lab.slide_tools, lab.address_bar, sizing_mode="stretch_width")
     return pn.Column(actions, *groups, sizing_mode="stretch_width")
 
 

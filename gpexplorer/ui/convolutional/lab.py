@@ -81,6 +81,9 @@ class ConvolutionalLab(LabBase):
         self.undo_button.on_click(lambda _: self.undo_edits())
 
     # the lab base's hooks ---------------------------------------------------------------
+    def slide_figures(self):
+        return {"Predictions": "predictions-figure", "Race": "race-figure", "Tiles": "tiles-figure", "Digit probabilities": "digit-probabilities-figure", "Edge counts": "edge-bar-figure"}
+
     def _settings_names(self):
         return cfg.url_parameters()
 

@@ -78,6 +78,9 @@ class LinearizedLab(LabBase):
         self.show_learnt_button.on_click(lambda _: next_tick(self.show_learnt))
 
     # the lab base's hooks ---------------------------------------------------------------
+    def slide_figures(self):
+        return {"Latent posterior": "latent", "Observation space": "observation", "Objective": "objective", "Linearisation close-up": "closeup", "Free-energy profile": "profile"}
+
     def _settings_names(self):
         return cfg.url_parameters()
 

@@ -85,6 +85,11 @@ class PrimerLab(LabBase):
         self._animation = None
 
     # the lab base's hooks ---------------------------------------------------------------
+    def slide_figures(self):
+        return {"Prior samples": "prior-figure", "Posterior": "posterior-figure", "Two views": "pair-figure",
+                "Covariance": "covariance-figure", "Evidence bars": "evidence-figure",
+                "Invariance": "invariance-figure"}
+
     def _settings_names(self):
         return cfg.url_parameters()
 

@@ -34,7 +34,7 @@ def controls(lab):
     """The data buttons, then one card per group of settings (the kernel's status line and
     Resample under the prior's settings, the filter's button under its tolerance)."""
     points = pn.Column(pn.Row(lab.clear_button, lab.default_button), lab.points_readout, lab.download,
-                       lab.address_bar, sizing_mode="stretch_width")
+                       lab.slide_tools, lab.address_bar, sizing_mode="stretch_width")
     titles = list(cfg.control_groups())
     extras = {titles[0]: [lab.kernel_message, pn.Row(lab.resample_button, lab.animate_toggle)],
               titles[2]: [lab.filter_button]}

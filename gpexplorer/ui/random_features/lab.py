@@ -70,6 +70,9 @@ class RandomFeaturesLab(LabBase):
         self.ard_button.on_click(lambda _: self.request_ard())
 
     # the lab base's hooks ---------------------------------------------------------------
+    def slide_figures(self):
+        return {"Fits": "fits-figure", "Kernel slice": "kernel-slice-figure", "Error curve": "error-curve-figure", "ARD lengthscales": "ard-figure", "Mixture weights": "weights-figure"}
+
     def _settings_names(self):
         return cfg.url_parameters()
 

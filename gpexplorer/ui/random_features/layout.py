@@ -41,7 +41,7 @@ def explained(item, key):
 def controls(lab):
     """The job buttons, progress and status, then one card per group of settings."""
     actions = pn.Column(pn.Row(lab.fit_button, lab.cancel_button), lab.ard_button, lab.progress, lab.status,
-                        lab.download, lab.address_bar, sizing_mode="stretch_width")
+                        lab.download, lab.slide_tools, lab.address_bar, sizing_mode="stretch_width")
     return pn.Column(actions, *control_cards(lab.settings, cfg.control_groups(), WIDGETS), sizing_mode="stretch_width")
 
 

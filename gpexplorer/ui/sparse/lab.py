@@ -99,6 +99,9 @@ class SparseRegressionLab(FitJobs, FeatureViews, LabBase):
         return SweepCharts()
 
     # the lab base's hooks ---------------------------------------------------------------
+    def slide_figures(self):
+        return {"Posterior": "posterior", "Bound sandwich": "sandwich", "Bound terms": "terms", "Trace": "trace"}
+
     def _settings_names(self):
         return cfg.url_parameters()
 

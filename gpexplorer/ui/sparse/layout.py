@@ -38,7 +38,8 @@ def controls(lab):
                            {"Data": [lab.upload, lab.upload_message], "Inducing inputs": [lab.reset_button]})
     actions = pn.Column(pn.Row(lab.fit_button, lab.cancel_button), pn.Row(lab.sweep_button, lab.tighten_button),
                         lab.progress,
-                        lab.status, lab.replay_slider, lab.download, lab.address_bar, sizing_mode="stretch_width")
+                        lab.status, lab.replay_slider, lab.download,
+                        lab.slide_tools, lab.address_bar, sizing_mode="stretch_width")
     return _progressive([actions], groups)
 
 
