@@ -40,6 +40,11 @@ GOOD = {"id": "x", "title": "T", "lab": "sparse_regression", "summary": "s",
     ({"steps": [{"title": "a", "text": "b", "checks": [{"quantity": "x", "op": "~", "than": 1}]}]},
      "step 1, check 1: unknown op '~'"),
     ({"steps": [{"title": "a", "text": "b", "check": []}]}, "unknown key(s) ['check']"),
+    ({"steps": [{"title": "a", "text": "b", "exercise": {"question": "q", "answer": "a"}}]}, "an exercise is"),
+    ({"steps": [{"title": "a", "text": "b", "exercise": {"question": "q", "answer": "", "checks": []}}]},
+     "an exercise is"),
+    ({"steps": [{"title": "a", "text": "b", "exercise": {"question": "q", "answer": "a", "checks": []}}]},
+     "an exercise's answer needs at least one check"),
 ])
 def test_a_bad_lesson_is_named_with_what_is_wrong(change, message):
     with pytest.raises(lessons.LessonError, match=re.escape(message)):
@@ -67,3 +72,12 @@ def test_the_card_names_its_step_links_its_neighbours_and_survives_bad_queries()
     assert "Unknown lesson" in lessons.lesson_html("sparse_regression", {"lesson": ["nope"]}, loaded)
     assert "Unknown lesson" in lessons.lesson_html("linearized", {"lesson": ["x"]}, loaded)  # another lab's
     assert lessons.lesson_html("sparse_regression", {}, loaded) == ""
+
+
+def test_an_exercise_answers_checks_follow_the_steps_claims():
+    step = {"title": "a", "text": "b", "checks": [{"quantity": "M", "op": "==", "than": 5}],
+            "exercise": {"question": "How many?", "answer": "Six.", "checks": [{"quantity": "M", "op": "==", "than": 6}]}}
+    lesson = lessons.parse_lesson({**GOOD, "steps": [step]}, "ok.json")
+    parsed = lesson.steps[0]
+    assert parsed.exercise.question == "How many?" and parsed.exercise.answer == "Six."
+    assert [c.than for c in parsed.all_checks] == [5, 6]  # what lesson_runner.run_step evaluates

@@ -144,7 +144,18 @@ class LessonCard(pn.viewable.Viewer):
                                                                               "lessons</a>"]
         return (f'<div id="lesson-card"><b>{html.escape(self.lesson.title)}: step {k} of {n}, '
                 f"{html.escape(self.step.title)}</b><p style='margin:2px 0'>{html.escape(self.step.text)} &nbsp; "
-                f"<span style='white-space:nowrap'>{' &nbsp; '.join(link for link in links if link)}</span></p></div>")
+                f"<span style='white-space:nowrap'>{' &nbsp; '.join(link for link in links if link)}</span></p>"
+                f"{self._exercise_html()}</div>")
+
+    def _exercise_html(self):
+        """The step's question, its answer folded away until asked for (an HTML details element)."""
+        ex = self.step.exercise
+        if ex is None:
+            return ""
+        return (f'<div id="lesson-exercise" style="margin:2px 0"><b>Exercise.</b> {html.escape(ex.question)}'
+                f'<details style="display:inline-block;margin-left:6px"><summary style="cursor:pointer">'
+                f'<small>Show the answer</small></summary><span id="exercise-answer">{html.escape(ex.answer)}'
+                "</span></details></div>")
 
     def _claims_html(self):
         if not self.step.checks:

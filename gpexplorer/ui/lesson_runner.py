@@ -92,14 +92,14 @@ def step_values(lab, route, before=None) -> dict:
 
 
 def run_step(lesson, k, timeout=ACTION_TIMEOUT_S) -> StepRun:
-    """Open step ``k`` (1-based) of ``lesson``, run its action, evaluate its checks."""
+    """Open step ``k`` (1-based) of ``lesson``, run its action, evaluate its checks (its exercise's too)."""
     t0 = time.perf_counter()
     step = lesson.steps[k - 1]
     lab = open_step(lesson, k, timeout)
     before = step_values(lab, lesson.lab)
     state = run_action(lab, lesson.lab, step.action, timeout)
     values = step_values(lab, lesson.lab, before)
-    outcomes = [evaluate(check, values) for check in step.checks]
+    outcomes = [evaluate(check, values) for check in step.all_checks]
     return StepRun(lesson, k, values, outcomes, time.perf_counter() - t0, state, lab)
 
 

@@ -49,6 +49,13 @@ class LessonError(ValueError):
 
 
 @dataclass(frozen=True)
+class Exercise:
+    question: str
+    answer: str  # hidden on the card until asked for
+    checks: tuple  # what the answer says about the step's numbers, checked like the step's claims
+
+
+@dataclass(frozen=True)
 class Step:
     title: str
     text: str
@@ -56,6 +63,12 @@ class Step:
     action: str | None = None
     view: str | None = None
     checks: tuple = field(default_factory=tuple)
+    exercise: Exercise | None = None
+
+    @property
+    def all_checks(self):
+        """The step's claims, then its exercise answer's."""
+        return self.checks + (self.exercise.checks if self.exercise else ())
 
 
 @dataclass(frozen=True)
@@ -93,10 +106,10 @@ def _settings_for(lab):
 def _check_step(where, lab, raw):
     if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not isinstance(raw.get("title"), str):
         raise LessonError(f"{where}: a step needs a 'title' and a 'text' (strings)")
-    unknown = set(raw) - {"title", "text", "state", "action", "view", "checks"}
+    unknown = set(raw) - {"title", "text", "state", "action", "view", "checks", "exercise"}
     if unknown:
         raise LessonError(f"{where}: unknown key(s) {sorted(unknown)} (a step has title, text, state, action, "
-                          "view, checks)")
+                          "view, checks, exercise)")
     state = raw.get("state", {})
     if not isinstance(state, dict):
         raise LessonError(f"{where}: 'state' must be an object of settings")
@@ -115,14 +128,30 @@ def _check_step(where, lab, raw):
                           f"{', '.join(support.ACTIONS)})")
     if view is not None and view not in support.VIEWS:
         raise LessonError(f"{where}: unknown view {view!r} for the {LABS[lab]} (known: {', '.join(support.VIEWS)})")
-    checks = raw.get("checks", [])
+    parsed = _checks(where, raw.get("checks", []))
+    return Step(raw["title"], raw["text"], dict(state), action, view, parsed, _exercise(where, raw.get("exercise")))
+
+
+def _checks(where, checks):
     if not isinstance(checks, list):
         raise LessonError(f"{where}: 'checks' must be a list of checks")
     try:
-        parsed = tuple(parse_check(c, f"{where}, check {i}") for i, c in enumerate(checks, 1))
+        return tuple(parse_check(c, f"{where}, check {i}") for i, c in enumerate(checks, 1))
     except CheckError as err:
         raise LessonError(str(err)) from None
-    return Step(raw["title"], raw["text"], dict(state), action, view, parsed)
+
+
+def _exercise(where, raw):
+    """An exercise: a question, its answer, and at least one check of what the answer says."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"question", "answer", "checks"} or not all(
+            isinstance(raw[k], str) and raw[k].strip() for k in ("question", "answer")):
+        raise LessonError(f"{where}: an exercise is {{'question': text, 'answer': text, 'checks': [...]}}")
+    checks = _checks(f"{where}, exercise", raw["checks"])
+    if not checks:
+        raise LessonError(f"{where}: an exercise's answer needs at least one check")
+    return Exercise(raw["question"], raw["answer"], checks)
 
 
 def parse_lesson(data: dict, source: str = "lesson") -> Lesson:

@@ -322,11 +322,11 @@ class InvarianceFigure:
         fig.toolbar.logo, fig.toolbar.autohide = None, True
         fig.xaxis.axis_label, fig.yaxis.axis_label = "images seen n", "sum of log p(y_m | y_<m), m <= n"
         self.curves = source("invariance-evidence", {"n": [], "convolutional": [], "se": []})
-        items = []
+        self.items = {}
         for name, colour in self.COLOURS.items():
             r = fig.line("n", name, source=self.curves, color=colour, line_width=2.5)
-            items.append(legend_item(self.LABELS[name], [r]))
-        fig.add_layout(Legend(items=items, location="top_left", click_policy="hide"))
+            self.items[name] = legend_item(self.LABELS[name], [r])
+        fig.add_layout(Legend(items=list(self.items.values()), location="top_left", click_policy="hide"))
         self.strip, self.figure = strip, fig
 
     def update(self, X, y, result):
@@ -338,8 +338,9 @@ class InvarianceFigure:
                              "label": [f"y = {v:.2f}" for v in y[:k]]})
         n = np.arange(1, len(y) + 1)
         assign(self.curves, {"n": n, "convolutional": result["convolutional"][1], "se": result["se"][1]})
-        self.figure.title.text = (f"Cumulative log evidence as {len(y)} images arrive: convolutional "
-                                  f"{result['convolutional'][1][-1]:.1f}, SE {result['se'][1][-1]:.1f}")
+        self.figure.title.text = f"Cumulative log evidence as {len(y)} images arrive"
+        for name, item in self.items.items():  # the totals in the legend: the title stays short in presenter mode
+            item.label = f"{self.LABELS[name]}: {result[name][1][-1]:.1f}"
 
 
 def x_range():

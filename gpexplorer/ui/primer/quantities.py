@@ -18,10 +18,12 @@ Names:
   ``covariance.pair_correlation`` (the correlation of the image's entries at (x1, x2));
 * the invariance view: ``images``; ``invariance.conv_total`` and ``invariance.se_total`` (each
   kernel's log evidence after every image), ``invariance.conv_late`` and ``invariance.se_late``
-  (their mean log p(y_n | y_<n) over the second half of the images);
+  (their mean log p(y_n | y_<n) over the second half of the images), ``invariance.overtake`` (the
+  number of images from which on the convolutional model's running sum stays above SE's);
 * the evidence: ``evidence.total`` (the sum of the bars), ``evidence.exact`` (log p(y) of the exact
   GP, :class:`gpexplorer.sparse.regression.ExactGPR`, computed apart), ``evidence.first`` and
-  ``evidence.last`` (the first and last bars), ``evidence.lowest`` (the lowest bar), ``evidence.bars``, ``evidence.order``
+  ``evidence.last`` (the first and last bars), ``evidence.lowest`` and ``evidence.highest``,
+  ``evidence.best_step`` (1-based step of the highest bar), ``evidence.bars``, ``evidence.order``
   ("forward" or "reverse");
 * the filter (after its action), for role r in ``short``, ``page``, ``long``:
   ``filter.<r>.share``, ``filter.<r>.kept``, ``filter.<r>.log_evidence``,
@@ -109,6 +111,8 @@ def _invariance(lab, out):
         terms, cumulative = result[name]
         out[f"invariance.{key}_total"] = float(cumulative[-1])
         out[f"invariance.{key}_late"] = float(np.mean(terms[half:]))
+    behind = np.flatnonzero(result["convolutional"][1] <= result["se"][1])
+    out["invariance.overtake"] = int(behind[-1] + 2) if behind.size else 1
 
 
 def _evidence(lab, out):
@@ -121,7 +125,8 @@ def _evidence(lab, out):
     exact = ExactGPR(X, y[:, None], lab.kernel, noise_variance=lab.settings.noise_variance)
     out.update({"evidence.total": e.total, "evidence.exact": float(exact.log_marginal_likelihood()),
                 "evidence.first": float(e.terms[0]), "evidence.last": float(e.terms[-1]),
-                "evidence.lowest": float(e.terms.min()),
+                "evidence.lowest": float(e.terms.min()), "evidence.highest": float(e.terms.max()),
+                "evidence.best_step": int(np.argmax(e.terms)) + 1,
                 "evidence.bars": int(e.terms.size), "evidence.order": "reverse" if lab.settings.reverse else "forward"})
 
 
