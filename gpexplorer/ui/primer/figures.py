@@ -19,6 +19,7 @@ the 2-sd ellipses), ``pair-dots`` (x, y, colour: the prior samples' values at x1
 from __future__ import annotations
 
 import numpy as np
+from bokeh.core.properties import value
 from bokeh.events import DoubleTap, Tap
 from bokeh.models import ColorBar, ColumnDataSource, HoverTool, Legend, LinearColorMapper, PointDrawTool, Range1d
 from bokeh.plotting import figure
@@ -340,7 +341,7 @@ class InvarianceFigure:
         assign(self.curves, {"n": n, "convolutional": result["convolutional"][1], "se": result["se"][1]})
         self.figure.title.text = f"Cumulative log evidence as {len(y)} images arrive"
         for name, item in self.items.items():  # the totals in the legend: the title stays short in presenter mode
-            item.label = f"{self.LABELS[name]}: {result[name][1][-1]:.1f}"
+            item.label = value(f"{self.LABELS[name]}: {result[name][1][-1]:.1f}")  # a text, not a column name
 
 
 def x_range():
