@@ -81,3 +81,10 @@ def test_an_exercise_answers_checks_follow_the_steps_claims():
     parsed = lesson.steps[0]
     assert parsed.exercise.question == "How many?" and parsed.exercise.answer == "Six."
     assert [c.than for c in parsed.all_checks] == [5, 6]  # what lesson_runner.run_step evaluates
+
+
+def test_every_step_of_every_bundled_lesson_has_an_exercise():
+    """What the README says: each step asks a question whose answer is checked against the numbers."""
+    missing = [f"{lesson.id} step {k}" for lesson in lessons.load_lessons().values()
+               for k, step in enumerate(lesson.steps, 1) if step.exercise is None]
+    assert not missing, missing
