@@ -29,6 +29,7 @@ from gpexplorer.ui.lab_base import next_tick
 from gpexplorer.ui.lesson_runner import show_view, step_query, step_values
 from gpexplorer.ui.lessons import PRESENTATION_KEYS, LessonError, find_step, lab_module
 from gpexplorer.ui.markup import TextBlock
+from gpexplorer.ui.math_text import escaped_with_math
 from gpexplorer.ui.url_state import read_query
 from gpexplorer.ui.widgets import PromptButton
 
@@ -143,7 +144,8 @@ class LessonCard(pn.viewable.Viewer):
                  self._link(k + 1, "next &rarr;", "lesson-next") if k < n else '<a id="lesson-end" href="./">all '
                                                                               "lessons</a>"]
         return (f'<div id="lesson-card"><b>{html.escape(self.lesson.title)}: step {k} of {n}, '
-                f"{html.escape(self.step.title)}</b><p style='margin:2px 0'>{html.escape(self.step.text)} &nbsp; "
+                f"{html.escape(self.step.title)}</b><p style='margin:2px 0'>{escaped_with_math(self.step.text)} "
+                "&nbsp; "
                 f"<span style='white-space:nowrap'>{' &nbsp; '.join(link for link in links if link)}</span></p>"
                 f"{self._exercise_html()}</div>")
 
@@ -152,9 +154,9 @@ class LessonCard(pn.viewable.Viewer):
         ex = self.step.exercise
         if ex is None:
             return ""
-        return (f'<div id="lesson-exercise" style="margin:2px 0"><b>Exercise.</b> {html.escape(ex.question)}'
+        return (f'<div id="lesson-exercise" style="margin:2px 0"><b>Exercise.</b> {escaped_with_math(ex.question)}'
                 f'<details style="display:inline-block;margin-left:6px"><summary style="cursor:pointer">'
-                f'<small>Show the answer</small></summary><span id="exercise-answer">{html.escape(ex.answer)}'
+                f'<small>Show the answer</small></summary><span id="exercise-answer">{escaped_with_math(ex.answer)}'
                 "</span></details></div>")
 
     def _claims_html(self):

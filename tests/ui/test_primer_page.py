@@ -68,6 +68,11 @@ def test_the_page_loads_with_data_in_every_source_and_a_click_adds_a_point(open_
     expect(page.locator("#kernel-message")).to_have_attribute("data-state", "ok")
     total = float(page.locator("#evidence-readout").get_attribute("data-total"))
     assert total == pytest.approx(sum(cds_data(page, "evidence-bars")["term"]), abs=1e-9)
+    # the explanations' equations are MathML the browser draws itself: laid out, with width and height
+    maths = page.locator("math")
+    assert maths.count() >= 10
+    box = maths.first.bounding_box()
+    assert box is not None and box["width"] > 20 and box["height"] > 8
     save_screenshot(page, settle_ms=500, path=SCREENSHOTS / "primer-1600x1000.png")
 
     # a click on the posterior plot: the server's Tap callback adds a data point

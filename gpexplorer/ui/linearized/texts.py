@@ -15,6 +15,7 @@ import numpy as np
 from gpexplorer.formatting import format_number
 from gpexplorer.linearized.comparison import METHODS
 from gpexplorer.ui.markup import STYLE, status_html, upload_html
+from gpexplorer.ui.math_text import with_math
 
 __all__ = ["EXPLAIN", "metrics_html", "hyper_html", "badges_html", "learning_badges_html", "expression_html",
            "status_html", "upload_html"]
@@ -120,7 +121,7 @@ def hyper_html(results, fitted=None, mode="manual"):
     if fitted and mode != "fitted":
         note = "Learnt values are kept: press <i>Show learnt</i> to see them again."
     elif fitted:
-        note = "Each method at its own learnt hyperparameters (EKS/UKS: variance is omega^2, eq. 7)."
+        note = with_math("Each method at its own learnt hyperparameters (EKS/UKS: the variance is $\\omega^2$, eq. 7).")
     else:
         note = "Not learnt yet: every method uses the sliders. Press <i>Learn hyperparameters</i>."
     return (STYLE + _TABLE_STYLE + f'<div id="hyper-table" data-mode="{mode}"><table class="gpx-table">'

@@ -1,5 +1,5 @@
 """Texts of the primer page: one short "what am I seeing" note per view and the HTML readouts.
-Plain HTML, no TeX.
+HTML; ``$...$`` is TeX, rendered as MathML (:func:`gpexplorer.ui.math_text.with_math`).
 
 Stable element ids for the tests: ``kernel-message`` (``data-state``: ok, refused), ``points-readout``
 (``data-points``), ``evidence-readout`` (``data-total``, ``data-points``, ``data-order``),
@@ -13,30 +13,33 @@ import html
 
 from gpexplorer.formatting import format_number
 from gpexplorer.ui.markup import STYLE
+from gpexplorer.ui.math_text import with_math
 
 __all__ = ["INTRO", "EXPLAIN", "kernel_message_html", "points_html", "evidence_html", "filter_html", "badges_html"]
 
 INTRO = (
     "<b>A Gaussian process in five views.</b> A GP is a distribution over functions: any finite set of values "
-    "f(x<sub>1</sub>), ..., f(x<sub>n</sub>) is jointly Gaussian with covariance k(x<sub>i</sub>, x<sub>j</sub>). "
+    "$f(x_1), \\dots, f(x_n)$ is jointly Gaussian with covariance $k(x_i, x_j)$. "
     "Type a kernel (names joined by + and *), move its lengthscale and variance and watch the prior's functions "
     "change; tap the second plot to add data and watch the posterior follow. Below, the same Gaussian seen as two "
-    "numbers, the evidence log p(y) as a sum of predictions, and Occam's razor by filtering prior samples.")
+    "numbers, the evidence $\\log p(\\mathbf{y})$ as a sum of predictions, and Occam's razor by filtering "
+    "prior samples.")
 
 EXPLAIN = {
     "prior": (
-        "<b>The prior.</b> Five functions drawn from N(0, K) on 201 points of [-1, 4] (K + jitter = L L<sup>T</sup>, "
-        "f = L e). The lengthscale sets how far apart two inputs must be before their values are nearly "
-        "independent; the variance sets the functions' height. <i>Resample</i> draws five new ones; <i>Animate</i> "
-        "moves them smoothly (cos t f<sub>a</sub> + sin t f<sub>b</sub> is again a prior draw). Dotted: x1 and x2 "
+        "<b>The prior.</b> Five functions drawn from $\\mathcal{N}(0, K)$ on 201 points of [-1, 4] "
+        "($K + \\epsilon I = L L^\\top$, $f = L e$). The lengthscale sets how far apart two inputs must be "
+        "before their values are nearly independent; the variance sets the functions' height. <i>Resample</i> draws five new ones; <i>Animate</i> "
+        "moves them smoothly ($\\cos(t) f_a + \\sin(t) f_b$ is again a prior draw). Dotted: x1 and x2 "
         "of the 2-D view below; with <i>Fix f(x1)</i>, the band is the prior given f(x1) = the value set."),
     "covariance": (
-        "<b>The covariance matrix.</b> k(x, x') for every pair of plotted inputs (x across, x' down): the "
+        "<b>The covariance matrix.</b> $k(x, x')$ for every pair of plotted inputs (x across, x' down): the "
         "diagonal is the variance, and the colour fades with distance at the rate the lengthscale sets. The "
         "prior's functions above are N(0, K) draws with this K; the four circles are the 2 x 2 block at x1 and "
         "x2, the covariance of the 2-D view beside it."),
     "posterior": (
-        "<b>Conditioning.</b> Given the data y = f(x) + e, the posterior of f is again a GP: its mean (black), "
+        "<b>Conditioning.</b> Given the data $y = f(x) + \\varepsilon$, the posterior of f is again a GP: its "
+        "mean (black), "
         "±2 sd of f (dark band: where the function is) and ±2 sd of y (light band: where a new noisy observation "
         "falls; it adds the noise variance), and three posterior draws (dashed). Tap the plot to add a point, "
         "tap a point to remove it, drag a point to move it; grey lines: the prior draws the filter below kept."),
@@ -47,8 +50,8 @@ EXPLAIN = {
         "values move together); far apart: a circle (independent). With <i>Fix f(x1)</i>: the vertical bar is "
         "f(x2) given f(x1), ±2 sd; it matches the band at x2 in the prior plot above."),
     "evidence": (
-        "<b>The evidence as sequential prediction.</b> log p(y) = sum<sub>n</sub> log p(y<sub>n</sub> | "
-        "y<sub>1</sub>, ..., y<sub>n-1</sub>): predict each point from the ones before it. Each bar is one "
+        "<b>The evidence as sequential prediction.</b> $\\log p(\\mathbf{y}) = \\sum_n \\log p(y_n \\mid "
+        "y_1, \\dots, y_{n-1})$: predict each point from the ones before it. Each bar is one "
         "prediction's log density (green above zero, orange below). <i>Reverse order</i> predicts the points "
         "last to first: every bar changes, the sum does not."),
     "filter": (
@@ -60,10 +63,14 @@ EXPLAIN = {
         "<b>Invariance and the evidence.</b> Each 6 x 6 image is blank but for one 2 x 2 stamp of one of three "
         "kinds at a random place; y depends on the kind only. The convolutional kernel sums a patch kernel over "
         "every 2 x 2 patch, so it does not see where a stamp is; SE on the 36 pixels sees the same stamp at two "
-        "places as two distant inputs. Read as sequential prediction, each image's log p(y<sub>n</sub> | "
-        "y<sub>&lt;n</sub>) adds to a running sum: the invariant model predicts later images well and its "
+        "places as two distant inputs. Read as sequential prediction, each image's $\\log p(y_n \\mid "
+        "y_{<n})$ adds to a running sum: the invariant model predicts later images well and its "
         "evidence climbs, SE's does not (thesis fig. 5.5)."),
 }
+
+
+INTRO = with_math(INTRO)
+EXPLAIN = {key: with_math(text) for key, text in EXPLAIN.items()}
 
 
 def _num(value, digits=3):

@@ -1,11 +1,14 @@
-"""One short explanation per view of the sparse-regression lab: what to look at (HTML, no TeX)."""
+"""One short explanation per view of the sparse-regression lab: what to look at (HTML; ``$...$`` is TeX,
+rendered as MathML by :func:`gpexplorer.ui.math_text.with_math`)."""
+
+from gpexplorer.ui.math_text import with_math
 
 TABS = {"trace": "Optimisation trace", "add_one": "Add one inducing input", "sweep": "M sweep",
         "split": "g/h split", "position": "Bound vs feature position"}
 
 EXPLAIN = {
     "strip": (
-        "<b>Inducing features.</b> Each inducing variable's basis function Kuf(x, z_m) / sigma^2, one colour "
+        "<b>Inducing features.</b> Each inducing variable's basis function $K_{uf}(x, z_m) / \\sigma^2$, one colour "
         "per feature: a bump for a point or a multiscale feature, a modulated bump for a time-frequency one, "
         "a windowed sinusoid for a frequency one; ticks mark a sum of deltas' C locations (thesis ch. 4)."),
     "position": (
@@ -50,3 +53,4 @@ EXPLAIN = {
     "badges": "Badges flag pathologies as they occur: noise collapse, clumped inputs, an evidence above the "
               "exact log p(y) or above the upper bound, escalated jitter, a fit stopped by its iteration budget.",
 }
+EXPLAIN = {key: with_math(text) for key, text in EXPLAIN.items()}
