@@ -17,10 +17,10 @@ import panel as pn
 
 from gpexplorer.ui import url_state
 from gpexplorer.ui.address_bar import AddressBar
-from gpexplorer.ui.slide_tools import SlideTools
 from gpexplorer.ui.file_input import SizedFileInput
 from gpexplorer.ui.jobs import JobControls, JobPoller
 from gpexplorer.ui.markup import TextBlock, status_html, upload_html
+from gpexplorer.ui.slide_tools import SlideTools
 from gpexplorer.ui.uploads import MAX_UPLOAD_BYTES
 
 __all__ = ["LabBase", "next_tick"]

@@ -17,6 +17,9 @@ when the step opens and offers its button in the lesson card; ``view`` (optional
 the text is about, which the page brings into sight. ``checks`` are the step's claims as data
 (``ui/claims.py``), evaluated after the action against the lab's quantities
 (``tests/ui/test_lesson_claims.py`` runs every step of every lesson headless; the card shows them).
+``exercise`` (optional) is ``{"question", "answer", "checks"}``: the card asks the question and
+folds the answer away; the answer's checks run with the step's (:attr:`Step.all_checks`). In a
+text, question or answer, ``$...$`` is TeX, drawn as MathML (``ui/math_text.py``).
 :func:`load_lessons` validates every file against the lab's settings, actions, views and the
 checks' syntax and says what is wrong (file, step, key) instead of failing in the page.
 """
