@@ -490,14 +490,14 @@ def save_screenshot(page, path, full_page=False, settle_ms=0):
     print(f"screenshot: {path}")
 
 
-def lab_opener(page, lab_url, ready, *, update_ms, load_ms, viewport=None):
+def lab_opener(page, lab_url, ready, *, update_ms, load_ms, viewport=None, ignore=()):
     """The generator behind each page test's ``open_lab`` fixture (``yield from lab_opener(...)``).
 
     It yields ``open_lab(query="", viewport=..., **ready_options) -> LabPage``: a new session of the
     lab at ``lab_url + query``, with the document watched, once ``ready(page, **ready_options)`` has
     seen the lab's first drawing (or fit). ``viewport`` is (width, height) or a dict, the default
-    ``viewport``; None leaves the page's. After the test every opened page must be quiet and
-    healthy (:meth:`LabPage.assert_healthy`)."""
+    ``viewport``; None leaves the page's. ``ignore``: what :class:`ConsoleErrors` may drop. After
+    the test every opened page must be quiet and healthy (:meth:`LabPage.assert_healthy`)."""
     opened = []
 
     def _open(query="", viewport=viewport, **ready_options):
@@ -505,7 +505,7 @@ def lab_opener(page, lab_url, ready, *, update_ms, load_ms, viewport=None):
         if viewport:
             page.set_viewport_size(viewport if isinstance(viewport, dict)
                                    else {"width": viewport[0], "height": viewport[1]})
-        lab = LabPage(page, ConsoleErrors(page), lab_url, len(lab_url.log_text()))
+        lab = LabPage(page, ConsoleErrors(page, ignore=ignore), lab_url, len(lab_url.log_text()))
         open_app(page, lab_url + query, timeout=load_ms)
         page.evaluate(WATCH_DOCUMENT_JS)
         ready(page, **ready_options)

@@ -16,8 +16,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, data_to_page, frame_edges, open_app,
-                        set_widget_value, wait_until_quiet)
+from bokeh_page import cds_data, data_to_page, frame_edges, lab_opener, set_widget_value, wait_until_quiet
 
 pytestmark = pytest.mark.browser
 
@@ -25,8 +24,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 APP = ROOT / "apps" / "sparse_regression.py"
 SCREENSHOT = ROOT / "assets" / "screenshots" / "sparse-bands-presenter-1024x768.png"
 LOAD_MS, UPDATE_MS, FIT_MS = 60_000, 30_000, 90_000
-PRESENTER = ({"width": 1024, "height": 768}, "?presenter=1")
-NORMAL = ({"width": 1600, "height": 1000}, "")
+PRESENTER = ("?presenter=1", {"width": 1024, "height": 768})
+NORMAL = ("", {"width": 1600, "height": 1000})
 
 
 @pytest.fixture(scope="module")
@@ -34,31 +33,21 @@ def lab_url(panel_server):
     return panel_server(APP)
 
 
+def _drawn(page):
+    page.wait_for_function("() => { const s = Bokeh.documents[0].get_model_by_name('feature-curves');"
+                           " return s != null && s.get_length() > 0; }", timeout=LOAD_MS)
+    # the control cards and the charts below follow the main plot
+    page.wait_for_function("() => { const all = Array.from(Bokeh.documents[0].all_models);"
+                           " return all.some((m) => m.title === 'Max iter') && all.some((m) => m.name === 'sandwich'); }",
+                           timeout=LOAD_MS)
+    wait_for_idle(page)
+
+
 @pytest.fixture
 def open_lab(page, lab_url):
-    opened = []
+    """``open_lab(query, viewport)``: a new session of the sparse lab, drawn and idle."""
     expect.set_options(timeout=UPDATE_MS)
-
-    def _open(viewport, query=""):
-        page.set_default_timeout(UPDATE_MS)
-        page.set_viewport_size(viewport)
-        lab = LabPage(page, ConsoleErrors(page, ignore=("favicon",)), lab_url, len(lab_url.log_text()))
-        open_app(page, lab_url + query, timeout=LOAD_MS)
-        page.evaluate(WATCH_DOCUMENT_JS)
-        page.wait_for_function("() => { const s = Bokeh.documents[0].get_model_by_name('feature-curves');"
-                               " return s != null && s.get_length() > 0; }", timeout=LOAD_MS)
-        # the control cards and the charts below follow the main plot
-        page.wait_for_function("() => { const all = Array.from(Bokeh.documents[0].all_models);"
-                               " return all.some((m) => m.title === 'Max iter') && all.some((m) => m.name === 'sandwich'); }",
-                               timeout=LOAD_MS)
-        wait_for_idle(page)
-        opened.append(lab)
-        return lab
-
-    yield _open
-    for lab in opened:
-        wait_until_quiet(lab.page)
-        lab.assert_healthy()
+    yield from lab_opener(page, lab_url, _drawn, update_ms=UPDATE_MS, load_ms=LOAD_MS, ignore=("favicon",))
     expect.set_options(timeout=None)
 
 
@@ -89,11 +78,11 @@ def _assert_strip_aligned(page, where):
     assert max(abs(g) for g in gaps) <= 1.0, f"{where}: posterior px - strip px at x = {xs}: {gaps}"
 
 
-@pytest.mark.parametrize("viewport, query", [PRESENTER, NORMAL], ids=["1024x768-presenter", "1600x1000"])
+@pytest.mark.parametrize("query, viewport", [PRESENTER, NORMAL], ids=["1024x768-presenter", "1600x1000"])
 def test_the_feature_strip_shares_the_posterior_x_frame(open_lab, viewport, query):
     """Issue 23 bug 3: x = 6 was at 732 px in the posterior and 843 px in the strip (1024 x 768
     presenter): the strip's frame had no legend beside it and a narrower y axis."""
-    page = open_lab(viewport, query).page
+    page = open_lab(query, viewport).page
     _assert_strip_aligned(page, "on load")
     # after a fit the legend gains entries ("Z at fit start", "Z of each fit"): still aligned
     set_widget_value(page, "Max iter", 15)
@@ -114,8 +103,8 @@ def test_the_feature_strip_shares_the_posterior_x_frame(open_lab, viewport, quer
 def test_bands_at_projector_size_screenshot(open_lab, tmp_path):
     """Issue 23 bug 5: exact, FITC and VFE bands at 1024 x 768 presenter mode, each band with its
     own edges; the screenshot is there to be looked at."""
-    viewport, query = PRESENTER
-    page = open_lab(viewport, query + "&M=8&band=f").page
+    query, viewport = PRESENTER
+    page = open_lab(query + "&M=8&band=f", viewport).page
     for name in ("exact", "fitc", "vfe"):
         edges = cds_data(page, f"band-{name}")
         assert len(edges["x"]) > 50 and len(edges["lower"]) == len(edges["x"])

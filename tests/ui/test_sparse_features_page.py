@@ -10,8 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, LabPage, cds_data, drag_point, open_app,
-                        wait_until_quiet)
+from bokeh_page import cds_data, drag_point, lab_opener, wait_until_quiet
 
 pytestmark = pytest.mark.browser
 
@@ -27,25 +26,14 @@ def lab_url(panel_server):
     return panel_server(APP)
 
 
+def _drawn(page):
+    page.wait_for_function(CURVES.replace("{}", "> 0"), timeout=LOAD_MS)
+
+
 @pytest.fixture
 def open_lab(page, lab_url):
-    opened = []
     expect.set_options(timeout=UPDATE_MS)
-
-    def _open(query=""):
-        page.set_default_timeout(UPDATE_MS)
-        page.set_viewport_size({"width": 1400, "height": 1000})
-        lab = LabPage(page, ConsoleErrors(page), lab_url, len(lab_url.log_text()))
-        open_app(page, lab_url + query, timeout=LOAD_MS)
-        page.evaluate(WATCH_DOCUMENT_JS)
-        page.wait_for_function(CURVES.replace("{}", "> 0"), timeout=LOAD_MS)
-        opened.append(lab)
-        return lab
-
-    yield _open
-    for lab in opened:
-        wait_until_quiet(lab.page)
-        lab.assert_healthy()
+    yield from lab_opener(page, lab_url, _drawn, update_ms=UPDATE_MS, load_ms=LOAD_MS, viewport=(1400, 1000))
     expect.set_options(timeout=None)
 
 
