@@ -188,6 +188,19 @@ def _use_system_malloc(argv):
     os.execve(sys.executable, [sys.executable, "-m", "gpexplorer.cli", *argv], env)
 
 
+def _check_prepare(links, sessions, pages):
+    """Refuse a ``--prepare`` link that is not one of ``pages`` and a count out of range, before
+    the server starts."""
+    from gpexplorer.ui.session_pool import MAX_SIZE, parse_link  # no panel import
+
+    if links and not 1 <= sessions <= MAX_SIZE:
+        raise ValueError(f"--prepare-sessions must be 1 to {MAX_SIZE} (each holds a page: about 7 MB), not {sessions}")
+    for link in links:
+        page = parse_link(link)[0].strip("/")
+        if page not in pages:
+            raise ValueError(f"--prepare {link!r}: no page {page!r}; the pages are {', '.join(pages)}")
+
+
 def _serve(args):
     if args.num_procs < 0:
         raise ValueError(f"--num-procs must be 0 (one per core) or more, not {args.num_procs}")
@@ -201,6 +214,7 @@ def _serve(args):
     index = write_index(tempfile.mkdtemp(prefix="gpexplorer-front-"))
     cmd = serve_command(args.port, args.address, args.show, num_procs=args.num_procs, index=index)
     pages = [Path(p).stem for p in cmd if p.endswith(".py")]
+    _check_prepare(args.prepare, args.prepare_sessions, pages)
     base = f"http://{args.address}:{args.port}"
     print(f"gpexplorer: front page with the labs and lessons at {base}/", flush=True)
     for page in pages:
@@ -210,7 +224,7 @@ def _serve(args):
         return
     from gpexplorer.ui.serve import run_panel_serve  # the dashboards' side: it may import panel
 
-    run_panel_serve(cmd[4:])  # cmd is [python, -m, panel, serve, ...]
+    run_panel_serve(cmd[4:], prepare=args.prepare, prepare_sessions=args.prepare_sessions)  # cmd: [python, -m, panel, serve, ...]
 
 
 def _lessons(args):
@@ -253,6 +267,11 @@ def main(argv=None):
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     p.add_argument("--num-procs", type=int, default=1,
                    help="server processes sharing the port (Bokeh's multi-process serving; 0: one per core)")
+    p.add_argument("--prepare", action="append", default=[], metavar="PAGE[?QUERY]",
+                   help="keep sessions of this link built ahead for a class opening it together "
+                        "(e.g. sparse_regression, or 'primer?lesson=...&step=1'); repeatable")
+    p.add_argument("--prepare-sessions", type=int, default=30,
+                   help="sessions kept prepared per --prepare link, in each server process (default 30, about 7 MB each)")
     p.set_defaults(func=_serve)
     p = sub.add_parser("lessons", help="check every lesson's claims against the labs' numbers (headless)")
     p.add_argument("lesson", nargs="*", help="lesson ids (default: all)")

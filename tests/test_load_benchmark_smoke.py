@@ -49,3 +49,17 @@ def test_a_session_that_gets_no_update_counts_as_an_error(bench, tmp_path):
     results = _in_thread(bench.run, args)
     assert results["rounds"][0]["n"] == 0 and results["rounds"][0]["errors"] == 1
     assert any("no new plot data within 3.0 s" in e for e in results["errors"])
+
+
+def test_prepared_sessions_open_from_the_pool_and_get_their_new_plot_data(bench, tmp_path):
+    """``--prepare 2``: the server reports its pool full before the sessions open, both sessions
+    come from it with the serialisation made ahead, and each gets its own update."""
+    args = bench.parse_args(["--sessions", "2", "--rounds", "1", "--after-seconds", "0", "--quiet", "0.5",
+                             "--prepare", "2", "--log-dir", str(tmp_path)])
+    results = _in_thread(bench.run, args)
+    assert results["errors"] == [], results["errors"]
+    assert results["prepared"] == 2 and results["rounds"][0]["n"] == 2
+    log = next(tmp_path.glob("classroom-serve-*.log")).read_text()
+    assert log.count("of /sparse_regression from its prepared pool") == 3  # the warm-up session and the two
+    assert "serialising it again" not in log
+    assert "prepared sessions per process: 2" in bench.format_table({**results, "after_seconds": 0})

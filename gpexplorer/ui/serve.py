@@ -40,11 +40,13 @@ def skip_document_validation() -> None:
     os.environ.setdefault("BOKEH_VALIDATE_DOC", "false")
 
 
-def run_panel_serve(arguments: list[str]) -> None:
+def run_panel_serve(arguments: list[str], prepare=(), prepare_sessions: int = 30) -> None:
     """``panel serve *arguments``; returns when the server stops (Ctrl-C included).
 
     On a fresh install (numba's cache empty) a warm-up starts first in a background process;
-    the pages show its progress until it is done (``gpexplorer.ui.preparing``)."""
+    the pages show its progress until it is done (``gpexplorer.ui.preparing``). Each link of
+    ``prepare`` (``"page"`` or ``"page?query"``) has ``prepare_sessions`` sessions built ahead
+    (``gpexplorer.ui.session_pool``)."""
     from panel.command import main as panel_main
 
     from gpexplorer.ui import warmup
@@ -55,6 +57,10 @@ def run_panel_serve(arguments: list[str]) -> None:
 
     allow_every_query_that_fits()
     skip_document_validation()
+    if prepare:
+        from gpexplorer.ui import session_pool
+
+        session_pool.install(prepare, prepare_sessions)
     sys.argv = ["panel", "serve", *arguments]
     try:
         panel_main()

@@ -148,11 +148,23 @@ def run(args):
                "slider": slider, "source": source, "sessions": args.sessions, "num_procs": args.num_procs,
                "rounds": [], "latencies_s": [], "errors": [], "cycles": [], "load_average_start": load_average(),
                "cpu_count": os.cpu_count()}
-    server = Server(log_dir, args.num_procs, app=FLOOR_APP if args.page == "floor_page" else None)
+    prepare = [args.page] if args.prepare else []
+    results["prepared"] = args.prepare
+    server = Server(log_dir, args.num_procs, app=FLOOR_APP if args.page == "floor_page" else None,
+                    prepare=prepare, prepare_sessions=args.prepare)
     log(f"starting {' '.join(server.command[1:])} (load average {results['load_average_start']})")
     server.start()
     url = f"http://127.0.0.1:{server.port}/{args.page}"
+    ready_line, fills = f"{args.prepare} sessions of /{args.page} prepared", 0
+
+    def wait_prepared():  # every process's pool full again (they fill while the server is quiet)
+        nonlocal fills
+        fills += max(args.num_procs, 1) if args.prepare else 0
+        if args.prepare and not server.wait_for_log(ready_line, fills):
+            raise RuntimeError(f"the server did not report {ready_line!r} {fills} time(s)")
+
     try:
+        wait_prepared()
         results["memory_idle"] = server.memory()
 
         async def warm_up():  # one-time loads (imports, numba's cache) are not counted against the sessions
@@ -164,8 +176,11 @@ def run(args):
             await asyncio.sleep(2.0)
 
         asyncio.run(warm_up())
+        wait_prepared()
         results["memory_before"] = server.memory()
         for cycle in range(args.cycles):
+            if cycle:
+                wait_prepared()
             log(f"memory {server.memory()}; cycle {cycle + 1}: opening {args.sessions} sessions")
             with MemorySampler(server) as sampler:
                 asyncio.run(one_cycle(server, url, slider, source, args, results))
@@ -199,7 +214,8 @@ def format_table(results):
     nan, o = float("nan"), overall(results)
     lines = [f"client: {results['client']}",
              f"page {results['page']}, slider {results['slider']!r}, source {results['source']!r}, "
-             f"{results['sessions']} sessions, --num-procs {results['num_procs']}, {results['cpu_count']} CPUs",
+             f"{results['sessions']} sessions, --num-procs {results['num_procs']}, {results['cpu_count']} CPUs, "
+             f"prepared sessions per process: {results.get('prepared') or 'none'}",
              f"load average: start {results['load_average_start']}, end {results['load_average_end']}",
              f"session open (GET to page ready): {results.get('open_s')}", "",
              f"{'round':>5} {'n':>4} {'p50 s':>7} {'p95 s':>7} {'max s':>7} {'errors':>6} {'srv CPU s':>9} {'msgs':>5}  load"]
@@ -243,6 +259,9 @@ def parse_args(argv=None):
                    help="sessions opening at once (0, the default: all of them, a class opening the link together)")
     p.add_argument("--quiet", type=float, default=1.0, help="seconds without messages = page settled")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each update")
+    p.add_argument("--prepare", type=int, default=0, metavar="N",
+                   help="serve with --prepare PAGE --prepare-sessions N (sessions built ahead) and open "
+                        "the sessions once every pool is full")
     p.add_argument("--log-dir", default=None)
     p.add_argument("--json", default=None, help="also write the results here")
     return p.parse_args(argv)

@@ -37,8 +37,9 @@ _ids = itertools.count(1)
 class Server:
     """``gpexplorer serve`` in its own process group, logging to a file; memory of its process tree."""
 
-    def __init__(self, log_dir, num_procs=1, app=None):
-        """``gpexplorer serve``, or ``panel serve app`` alone when ``app`` (a file) is given."""
+    def __init__(self, log_dir, num_procs=1, app=None, prepare=(), prepare_sessions=30):
+        """``gpexplorer serve`` (with ``--prepare`` for each link of ``prepare``), or ``panel serve
+        app`` alone when ``app`` (a file) is given."""
         self.port = free_port()
         self.log_path = pathlib.Path(log_dir) / f"classroom-serve-{self.port}.log"
         self.command = ([sys.executable, "-m", "gpexplorer.cli", "serve", "--port", str(self.port)] if app is None else
@@ -46,6 +47,8 @@ class Server:
                          "--allow-websocket-origin", f"127.0.0.1:{self.port}"])
         if num_procs != 1:
             self.command += ["--num-procs", str(num_procs)]
+        for link in prepare:
+            self.command += ["--prepare", link, "--prepare-sessions", str(prepare_sessions)]
         self.process = None
 
     def start(self, timeout=120.0):
@@ -85,6 +88,15 @@ class Server:
 
     def log_text(self):
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def wait_for_log(self, text, count=1, timeout=300.0):
+        """Wait until ``text`` has appeared ``count`` times in the server's log; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self.log_text().count(text) < count:
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return True
 
     def stop(self):
         stop_process_group(self.process)

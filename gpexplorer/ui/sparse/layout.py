@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import panel as pn
 
+from gpexplorer.ui import session_pool
 from gpexplorer.ui.sparse import settings as cfg
 from gpexplorer.ui.sparse.texts import EXPLAIN, TABS
 from gpexplorer.ui.widgets import PromptFloatSlider, control_cards, note, with_note
@@ -108,10 +109,12 @@ def _progressive(first, rest):
 
     Served pages send the main plot first: the browser builds and lays out every model of a
     document before it paints any, so the charts below the main plot would delay it (by about a
-    second on the 2-core reference machine). Elsewhere (Jupyter, tests) all come at once."""
+    second on the 2-core reference machine). Elsewhere (Jupyter, tests) all come at once, and so
+    they do in a page prepared ahead of its request (``ui/session_pool.py``), which is sent whole."""
     column = pn.Column(*first, sizing_mode="stretch_width")
     doc = pn.state.curdoc
-    if doc is not None and doc.session_context is not None and not pn.state.loaded:
+    if (doc is not None and doc.session_context is not None and not pn.state.loaded
+            and not session_pool.is_prepared(doc)):
         pn.state.onload(lambda: column.extend(rest))
     else:
         column.extend(rest)
