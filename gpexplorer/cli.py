@@ -175,16 +175,26 @@ def serve_command(port=5006, address="127.0.0.1", show=False, apps=None, num_pro
     return cmd + (["--show"] if show else [])
 
 
-def _use_system_malloc(argv):
-    """Re-run this command once under ``PYTHONMALLOC=malloc`` (a user's own setting is kept).
+#: what ``gpexplorer serve`` runs under, unless the user set it: see :func:`_use_server_environment`
+SERVER_ENVIRONMENT = {"PYTHONMALLOC": "malloc", "OPENBLAS_NUM_THREADS": "1"}
 
-    Memory freed by closed sessions then sits in glibc's heap, which ``gpexplorer.ui.sessions``
-    trims back to the system; CPython's own small-object arenas are kept while any object in them
-    lives, so a server without this grew 35-43 % over 30 sessions opened and closed
-    (``tests/benchmarks/classroom_load.py``). The variable must be set before the interpreter starts."""
-    if "PYTHONMALLOC" in os.environ:
+
+def _use_server_environment(argv):
+    """Re-run this command once with :data:`SERVER_ENVIRONMENT` (a user's own settings are kept);
+    both must be set before the interpreter (and numpy's OpenBLAS) starts.
+
+    - ``PYTHONMALLOC=malloc``: memory freed by closed sessions then sits in glibc's heap, which
+      ``gpexplorer.ui.sessions`` trims back to the system; CPython's own small-object arenas are
+      kept while any object in them lives, so a server without this grew 35-43 % over 30 sessions
+      opened and closed (``tests/benchmarks/classroom_load.py``).
+    - ``OPENBLAS_NUM_THREADS=1``: a server's sessions run side by side, and on a page's small
+      matrices OpenBLAS's threads cost more than they save: the primer's redraw with 500 points took
+      23.5 ms with two threads and 5.5 ms with one, on two cores (the sparse lab's re-evaluations
+      and fits were unchanged)."""
+    missing = {k: v for k, v in SERVER_ENVIRONMENT.items() if k not in os.environ}
+    if not missing:
         return
-    env = {**os.environ, "PYTHONMALLOC": "malloc"}
+    env = {**os.environ, **missing}
     os.execve(sys.executable, [sys.executable, "-m", "gpexplorer.cli", *argv], env)
 
 
@@ -205,7 +215,7 @@ def _serve(args):
     if args.num_procs < 0:
         raise ValueError(f"--num-procs must be 0 (one per core) or more, not {args.num_procs}")
     if not args.dry_run:
-        _use_system_malloc(args.argv)
+        _use_server_environment(args.argv)
     import tempfile
 
     from gpexplorer.ui.front_page import write_index

@@ -55,14 +55,14 @@ __all__ = ["RandomFourierBasis", "SPECTRAL_DENSITIES", "spectral_draws", "orthog
 
 #: name -> (label, the kernel's formula)
 SPECTRAL_DENSITIES = {
-    "rbf": "squared exponential exp(-r^2/2)",
-    "laplace": "Laplace exp(-||tau/l||_2)",
-    "l1_laplace": "L1 Laplace exp(-||tau/l||_1)",
-    "cauchy": "Cauchy 1/(1 + r^2)",
+    "rbf": "squared exponential exp(−r²/2)",
+    "laplace": "Laplace exp(−‖τ/l‖₂)",
+    "l1_laplace": "L1 Laplace exp(−‖τ/l‖₁)",
+    "cauchy": "Cauchy 1/(1 + r²)",
     "matern32": "Matern 3/2",
     "matern52": "Matern 5/2",
     "orthogonal_rbf": "squared exponential, orthogonal features",
-    "spectral_mixture": "spectral mixture exp(-r^2/2) cos(mu^T tau)",
+    "spectral_mixture": "spectral mixture exp(−r²/2) cos(μᵀτ)",
 }
 _STUDENT_SHAPE = {"laplace": 0.5, "matern32": 1.5, "matern52": 2.5}
 

@@ -24,6 +24,7 @@ class OwnServer:
         self.log_path = pathlib.Path(log_path)
         env = dict(os.environ)
         env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")  # as gpexplorer serve runs (cli.SERVER_ENVIRONMENT)
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "panel", "serve", str(ROOT / "apps" / f"{app}.py"), "--port", str(port),

@@ -320,16 +320,23 @@ def test_serve_passes_num_procs_and_the_front_page_to_panel(tmp_path):
     assert main(["serve", "--num-procs", "-1", "--dry-run"]) == 2  # refused with a message
 
 
-def test_serve_reruns_itself_under_the_system_allocator_unless_the_user_chose_one(monkeypatch):
-    """Closed sessions' memory can only be trimmed back from glibc's heap (``ui/sessions.py``)."""
+def test_serve_reruns_itself_under_its_environment_unless_the_user_chose_one(monkeypatch):
+    """The system allocator (closed sessions' memory can only be trimmed back from glibc's heap,
+    ``ui/sessions.py``) and one BLAS thread per call (small matrices, sessions side by side)."""
     import gpexplorer.cli as cli
 
     calls = []
     monkeypatch.setattr(cli.os, "execve", lambda exe, argv, env: calls.append((argv, env)))
     monkeypatch.delenv("PYTHONMALLOC", raising=False)
-    cli._use_system_malloc(["serve", "--port", "5123"])
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    cli._use_server_environment(["serve", "--port", "5123"])
     (argv, env), = calls
-    assert argv[1:] == ["-m", "gpexplorer.cli", "serve", "--port", "5123"] and env["PYTHONMALLOC"] == "malloc"
+    assert argv[1:] == ["-m", "gpexplorer.cli", "serve", "--port", "5123"]
+    assert env["PYTHONMALLOC"] == "malloc" and env["OPENBLAS_NUM_THREADS"] == "1"
     monkeypatch.setenv("PYTHONMALLOC", "pymalloc")
-    cli._use_system_malloc(["serve"])
-    assert len(calls) == 1
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    cli._use_server_environment(["serve"])
+    assert len(calls) == 1  # the user's own settings: no re-run
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    cli._use_server_environment(["serve"])
+    assert calls[-1][1]["PYTHONMALLOC"] == "pymalloc" and calls[-1][1]["OPENBLAS_NUM_THREADS"] == "1"

@@ -54,3 +54,70 @@ def test_lesson_texts_write_equations_as_tex_and_every_one_converts():
                     html = escaped_with_math(m.group(0))
                     assert html.startswith("<math") and "<code>" not in html, f"{lesson.id} step {k}: {m.group(0)}"
     assert count >= 10
+
+
+#: a caret, or a Greek letter spelt out, in a plot's title, axis label, legend or a control's label;
+#: "sigma points" is the unscented transform's name, not a letter
+SPELT_OUT = re.compile(r"\^|\b(?:sigma(?![- ]points?\b)|alpha|beta|kappa|lambda|omega|Phi|phi|mu|tau)\b")
+
+
+def _labels(model):
+    from bokeh.models import Axis, LegendItem, Title
+
+    if isinstance(model, Title):
+        yield model.text
+    elif isinstance(model, Axis):
+        yield model.axis_label if isinstance(model.axis_label, str) else ""
+    elif isinstance(model, LegendItem):
+        label = model.label
+        yield label.get("value", "") if isinstance(label, dict) else getattr(label, "value", str(label or ""))
+    for name in ("title", "label"):
+        value = getattr(model, name, None) if name in model.properties() else None
+        if isinstance(value, str) and not isinstance(model, Title):
+            yield value
+    if "options" in model.properties() and isinstance(model.options, list):
+        yield from (o if isinstance(o, str) else str(o[-1]) for o in model.options)
+
+
+@pytest.mark.parametrize("route", sorted(LAB_PACKAGES))
+def test_plot_titles_axes_legends_and_controls_write_letters_not_spelt_out_names(route):
+    """Every title, axis label, legend entry and control label of a lab's page at its defaults
+    writes sigma^2 as σ² (Unicode), not as ASCII."""
+    import panel as pn
+    from bokeh.document import Document
+
+    from gpexplorer.ui.page import LAB_ROUTES
+
+    module = importlib.import_module(LAB_PACKAGES[route] + ".lab")
+    lab_class = next(getattr(module, name) for name, r in LAB_ROUTES.items() if r == route)
+    lab = lab_class()
+    doc = Document()
+    root = pn.Column(lab.controls(), lab.views()).get_root(doc)
+    found = [(type(m).__name__, text) for m in root.references() for text in _labels(m) if text and SPELT_OUT.search(text)]
+    assert not found, f"{route}: {found}"
+
+
+def test_lesson_prose_writes_no_caret_or_spelt_out_letter_outside_tex():
+    """Every string of every lesson a reader sees (titles, texts, exercises, claims' reasons,
+    summaries): no x^2, sqrt(...) or spelt-out Greek letter outside $...$ (settings are left out)."""
+    import json
+
+    from gpexplorer.ui.lessons import LESSONS_DIR
+
+    pattern = re.compile(r"\^|sqrt\(|\b(?:sigma(?![- ]points?\b)|alpha|beta|kappa|lambda|omega|Phi|phi|mu|tau)\b")
+    found = []
+
+    def walk(value, where):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key not in ("set", "settings", "state", "action", "quantity", "name", "key"):
+                    walk(item, f"{where}.{key}")
+        elif isinstance(value, list):
+            for k, item in enumerate(value):
+                walk(item, f"{where}[{k}]")
+        elif isinstance(value, str) and pattern.search(re.sub(r"\$[^$]*\$", "", value)):
+            found.append(f"{where}: {value[:120]}")
+
+    for path in sorted(LESSONS_DIR.glob("*.json")):
+        walk(json.loads(path.read_text()), path.name)
+    assert not found, "\n".join(found)

@@ -62,7 +62,7 @@ def test_the_bases_estimating_one_kernel_and_the_gp_kernel_of_a_basis():
     assert backend.gp_kernel_name("rbf") == "se" and backend.gp_kernel_name("laplace") == "matern12"
     assert backend.gp_kernel_name("matern52") == "matern52" and backend.gp_kernel_name("cauchy") is None
     labels = backend.basis_choices()
-    assert set(labels.values()) == set(catalogue.RANDOM_BASES) and "rbf: squared exponential exp(-r^2/2)" in labels
+    assert set(labels.values()) == set(catalogue.RANDOM_BASES) and "rbf: squared exponential exp(−r²/2)" in labels
 
 
 def test_the_kernel_estimate_is_exact_on_the_diagonal_and_its_error_falls_with_d():

@@ -211,14 +211,14 @@ class StepLengthStrip:
     OFFSETS = dict(zip(METHODS, (-0.15, -0.05, 0.05, 0.15)))  # iterations; keeps same-iteration dots apart
 
     def __init__(self, x_range):
-        fig = lab_figure("objective-steps", "Step length alpha where a step was cut", 170, x_range=x_range,
+        fig = lab_figure("objective-steps", "Step length α where a step was cut", 170, x_range=x_range,
                          y_range=Range1d(0.1, 1.4), y_axis_type="log",
                          min_border_left=BORDER_LEFT, min_border_right=BORDER_RIGHT)
         fig.toolbar_location = None  # pan and zoom the chart above: the iteration axis is shared
         fig.title.text_font_size = "9pt"
         fig.yaxis.ticker = FixedTicker(ticks=[10.0 ** -k for k in range(1, 16)] + [0.25, 0.5, 1.0],
                                        minor_ticks=[])
-        fig.xaxis.axis_label, fig.yaxis.axis_label = "Gauss-Newton iteration", "alpha"
+        fig.xaxis.axis_label, fig.yaxis.axis_label = "Gauss-Newton iteration", "α"
         self.sources, hover = {}, []
         for m in METHODS:
             self.sources[m] = _source(f"objective-steps-{m}", {"x": [], "iteration": [], "alpha": [], "cuts": [],
@@ -240,8 +240,8 @@ class StepLengthStrip:
             low = min([low] + [t.alpha for t in cut])
         self.figure.y_range.start = min(0.1, low / 2.0)  # alpha = 0.75^k or 0.5^k
         any_cut = any(len(src.data["alpha"]) for src in self.sources.values())
-        self.figure.title.text = ("Step length alpha where a step was cut" if any_cut
-                                  else "Step length alpha: no step was cut")
+        self.figure.title.text = ("Step length α where a step was cut" if any_cut
+                                  else "Step length α: no step was cut")
 
 
 class CloseupFigure:

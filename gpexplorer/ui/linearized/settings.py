@@ -77,8 +77,8 @@ class LinearizedSettings(param.Parameterized):
                               doc="Custom g(f): an expression in f (e.g. f^3 + f)")
     methods = param.ListSelector(default=list(METHODS), objects={spec.label: m for m, spec in METHODS.items()},
                                  doc="Methods shown side by side")
-    kappa = param.Number(default=DEFAULTS.kappa, bounds=(-0.9, 10.0), softbounds=(-0.9, 3.0), label="kappa",
-                         doc="Unscented spread kappa (eq. 26): sigma points at m +- sqrt((1 + kappa) C)")
+    kappa = param.Number(default=DEFAULTS.kappa, bounds=(-0.9, 10.0), softbounds=(-0.9, 3.0), label="κ (unscented spread)",
+                         doc="Unscented spread κ (eq. 26): sigma points at m ± √((1 + κ) C)")
     ugp_inner_loop = param.Selector(
         default=DEFAULTS.ugp_inner_loop,
         objects={"MAP step search (paper)": "map-search", "fixed point": "fixed-point"},
@@ -93,7 +93,7 @@ class LinearizedSettings(param.Parameterized):
     lengthscale = param.Number(default=DEFAULTS.lengthscale, bounds=(1e-3, 1e3), softbounds=(0.05, 5.0),
                                doc="Lengthscale")
     noise_variance = param.Number(default=DEFAULTS.noise_variance, bounds=(1e-6, 1e3), softbounds=(1e-4, 1.0),
-                                  doc="Likelihood noise variance sigma^2")
+                                  doc="Likelihood noise variance σ²")
     n_features = param.Integer(default=DEFAULTS.n_features, bounds=(10, 1000), step=2, label="D (random features)",
                                doc="D, number of random Fourier features of EKS/UKS (even)")
     feature_seed = param.Integer(default=DEFAULTS.feature_seed, bounds=(0, 10_000), doc="Seed of the random features")

@@ -81,7 +81,7 @@ class KernelMaps:
         self.diff_mapper = LinearColorMapper(palette=DIVERGING, low=-0.1, high=0.1)
         self.figures, self.sources = [], {}
         for name, title, mapper in (("kernel-exact", "k(x, x'), exact", self.mapper),
-                                    ("kernel-estimate", "Phi Phi^T, the estimate", self.mapper),
+                                    ("kernel-estimate", "ΦΦᵀ, the estimate", self.mapper),
                                     ("kernel-difference", "estimate - exact", self.diff_mapper)):
             fig = image_figure(f"{name}-figure", title, self.SIZE)
             src = source(name, {"image": [], "x": [], "y": [], "dw": [], "dh": []})
@@ -103,7 +103,7 @@ class KernelMaps:
         self.mapper.high = float(max(1.0, view.K_hat.max()))
         bound = float(max(np.max(np.abs(diff)), 1e-6))
         self.diff_mapper.low, self.diff_mapper.high = -bound, bound
-        self.figures[1].title.text = f"Phi Phi^T, D = {view.n_features}"
+        self.figures[1].title.text = f"ΦΦᵀ, D = {view.n_features}"
         self.figures[2].title.text = f"difference, rel. error {view.error:.3f}"
 
 
@@ -117,7 +117,7 @@ class ErrorCurveFigure:
                          x_axis_type="log", y_axis_type="log")
         fig.toolbar.autohide = True
         fig.xaxis.axis_label = "D (features)"
-        fig.yaxis.axis_label = "||Phi Phi^T - K||_F / ||K||_F"
+        fig.yaxis.axis_label = "‖ΦΦᵀ − K‖_F / ‖K‖_F"
         legend = outside_legend(fig)
         self.sources, self.items, lines = [], [], []
         for k, colour in enumerate(CURVE_COLOURS):

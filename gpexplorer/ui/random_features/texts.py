@@ -15,6 +15,7 @@ from gpexplorer import kernels
 from gpexplorer.formatting import format_number
 from gpexplorer.random_features.lab_backend import MODELS, OBJECTIVES
 from gpexplorer.ui.markup import STYLE, status_html
+from gpexplorer.ui.math_text import with_math
 
 __all__ = ["INTRO", "EXPLAIN", "kernel_html", "fit_html", "weights_html", "ard_html", "badges_html", "status_html"]
 
@@ -34,8 +35,8 @@ EXPLAIN = {
         "keep the frequencies already drawn, so the line settles instead of jumping."),
     "maps": (
         "<b>The whole kernel matrix</b> on 61 points of [-3, 3]: exact k(x, x') (left), the estimate "
-        "Phi Phi<sup>T</sup> (middle, same colours) and their difference (right, blue below, red above). The "
-        "number in the readout is the relative error ||Phi Phi<sup>T</sup> - K||<sub>F</sub> / ||K||<sub>F</sub>."),
+        "$\\Phi\\Phi^\\top$ (middle, same colours) and their difference (right, blue below, red above). The "
+        "number in the readout is the relative error $\\|\\Phi\\Phi^\\top - K\\|_F / \\|K\\|_F$."),
     "curve": (
         "<b>Error against D</b> (both axes logarithmic), on 40 Gaussian points in d dimensions, averaged over "
         "three seeds (band: 1 sd): the chosen basis and every basis that estimates the same kernel, e.g. plain, "
@@ -64,6 +65,7 @@ EXPLAIN = {
         "<i>black</i> column encodes a race-based variable; it is used here, as in the revrand report, only as "
         "one of the inputs."),
 }
+EXPLAIN = {key: with_math(text) for key, text in EXPLAIN.items()}  # $...$ is TeX, shown as MathML
 
 
 def _num(value, digits=3):

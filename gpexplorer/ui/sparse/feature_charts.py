@@ -29,9 +29,9 @@ class FeatureStrip:
 
     def __init__(self, x_range=None):
         kw = {"x_range": x_range} if x_range is not None else {}
-        fig = lab_figure("feature-strip", "Inducing features: basis functions Kuf(x, z_m) / sigma^2", 170, **kw)
+        fig = lab_figure("feature-strip", "Inducing features: basis functions Kuf(x, z_m) / σ²", 170, **kw)
         share_x_frame(fig)  # the posterior's x frame, to the pixel: each bump under its triangle
-        fig.yaxis.axis_label = "Kuf / sigma^2"
+        fig.yaxis.axis_label = "Kuf / σ²"
         fig.add_layout(Span(location=0, dimension="width", line_color="#999999", line_width=1))
         self.curves = ColumnDataSource({"xs": [], "ys": [], "k": []}, name="feature-curves")
         fig.multi_line("xs", "ys", line_color=_color(), line_width=2, line_alpha=0.85, source=self.curves)

@@ -36,7 +36,7 @@ class PosteriorFigure:
     """Data, mean and 2-sigma band of every approximation, inducing inputs (draggable), samples."""
 
     def __init__(self):
-        fig = lab_figure("posterior", "Posterior: mean and 2-sigma bands", 420)
+        fig = lab_figure("posterior", "Posterior: mean and ±2σ bands", 420)
         fig.xaxis.axis_label, fig.yaxis.axis_label = "x", "y"
         share_x_frame(fig)  # the feature strip below shares this x frame, to the pixel
         legend = outside_legend(fig)

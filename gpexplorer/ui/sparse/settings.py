@@ -104,7 +104,7 @@ class LabSettings(param.Parameterized):
                                      doc="Jitter on Kuu's diagonal for the bound-against-position curve (thesis fig. 4.4)")
     approximations = param.ListSelector(default=["exact", "fitc", "vfe"], objects={LABELS[a]: a for a in APPROXIMATIONS},
                                         doc="Approximations shown at once")
-    band = param.Selector(default="y", objects={"2 sigma of y": "y", "2 sigma of f": "f"},
+    band = param.Selector(default="y", objects={"±2σ of y": "y", "±2σ of f": "f"},
                           doc="What the shaded bands show")
     show_samples = param.Boolean(default=False, doc="Draw posterior samples of f")
     optimise_kernel = param.Boolean(default=True, doc="Optimise the kernel hyperparameters")
