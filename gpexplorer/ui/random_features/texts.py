@@ -30,8 +30,8 @@ INTRO = (
 EXPLAIN = {
     "slice": (
         "<b>One row of the kernel.</b> k(x0, x) by its closed form (black) and its estimate "
-        "phi(x0)<sup>T</sup>phi(x) with D features (blue). The estimate is exact at x = x0 (cos<sup>2</sup> + "
-        "sin<sup>2</sup> = 1) and wiggles around k elsewhere; its error shrinks as 1/sqrt(D). More features "
+        "$\\phi(x_0)^\\top \\phi(x)$ with D features (blue). The estimate is exact at x = x0 ($\\cos^2 + "
+        "\\sin^2 = 1$) and wiggles around k elsewhere; its error shrinks as $1/\\sqrt{D}$. More features "
         "keep the frequencies already drawn, so the line settles instead of jumping."),
     "maps": (
         "<b>The whole kernel matrix</b> on 61 points of [-3, 3]: exact k(x, x') (left), the estimate "
