@@ -2,8 +2,9 @@
 
     gpexplorer snelson [--seeds 0 1 2] [--M 15]   thesis ch. 3 on Snelson: exact vs FITC vs VFE
     gpexplorer sweep [--Ms 4 6 8 10 15 20]        VFE bound and upper bound against M
-    gpexplorer serve [--port 5006] [--show] [--num-procs N]
-                                                  all dashboards (apps/*.py) with `panel serve`
+    gpexplorer serve [--port 5006] [--show] [--num-procs N] [--prepare PAGE[?QUERY] ...]
+                                                  all dashboards (apps/*.py) with `panel serve`; --prepare
+                                                  keeps sessions of a link built ahead for a class
     gpexplorer lessons [ID ...] [--folder DIR]    run every lesson step headless and check its claims
                                                   against the labs' numbers (a teacher's own too)
     gpexplorer warmup                             compile and cache the numerical kernels once
