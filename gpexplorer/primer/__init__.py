@@ -7,9 +7,10 @@ argument on a toy). Plain numpy/scipy on a kernel from :mod:`gpexplorer.kernels`
 
 from gpexplorer.primer.evidence import OccamFilter, SequentialEvidence, occam_filter, sequential_evidence
 from gpexplorer.primer.gaussian_views import (Conditioned, ObservedData, PairMarginal, condition, ellipse,
-                                              pair_marginal, prior_samples)
+                                              pair_marginal, prior_samples, prior_samples_per_seed)
 from gpexplorer.primer.invariance import evidence_as_data_arrive, invariance_kernels, stamped_images
 
-__all__ = ["prior_samples", "condition", "Conditioned", "ObservedData", "pair_marginal", "PairMarginal", "ellipse",
+__all__ = ["prior_samples", "prior_samples_per_seed", "condition", "Conditioned", "ObservedData", "pair_marginal",
+           "PairMarginal", "ellipse",
            "sequential_evidence", "SequentialEvidence", "occam_filter", "OccamFilter", "stamped_images",
            "invariance_kernels", "evidence_as_data_arrive"]

@@ -20,8 +20,8 @@ from scipy import linalg as sla
 from gpexplorer import validation
 from gpexplorer.linalg import jittered_cholesky
 
-__all__ = ["prior_samples", "condition", "Conditioned", "pair_marginal", "PairMarginal", "ellipse", "MAX_POINTS",
-           "ObservedData"]
+__all__ = ["prior_samples", "prior_samples_per_seed", "condition", "Conditioned", "pair_marginal", "PairMarginal",
+           "ellipse", "MAX_POINTS", "ObservedData"]
 
 #: inputs a primer computation takes (the page's limit is 500 data points)
 MAX_POINTS = 5000
@@ -38,12 +38,18 @@ def _inputs(X, name="X"):
 
 def prior_samples(kernel, X, num_samples=5, seed=0):
     """(samples [num_samples, N] of f(X) ~ N(0, K), the jitter the factorisation needed)."""
+    (samples,), jitter = prior_samples_per_seed(kernel, X, num_samples, (seed,))
+    return samples, jitter
+
+
+def prior_samples_per_seed(kernel, X, num_samples, seeds):
+    """([:func:`prior_samples`'s draws for each seed], the jitter), from one factorisation of K."""
     X = _inputs(X)
     n = validation.count("num_samples", num_samples, minimum=1, maximum=100_000)
+    rngs = [np.random.default_rng(validation.seed(seed)) for seed in seeds]
     L, jitter = jittered_cholesky(kernel.K(X), _JITTER * max(1.0, float(np.max(kernel.Kdiag(X)))),
                                   what="the prior covariance K(X, X)", warn=False)
-    e = np.random.default_rng(validation.seed(seed)).standard_normal((X.shape[0], n))
-    return (L @ e).T, jitter
+    return [(L @ rng.standard_normal((X.shape[0], n))).T for rng in rngs], jitter
 
 
 class Conditioned(NamedTuple):

@@ -321,9 +321,8 @@ class PrimerLab(LabBase):
         s = self.settings
         key = (self.kernel_used, s.lengthscale, s.variance, s.seed)
         if key != self._prior_key:
-            first, _ = primer.prior_samples(kernel, grid, cfg.N_PRIOR, seed=s.seed)
-            second, _ = primer.prior_samples(kernel, grid, cfg.N_PRIOR, seed=s.seed + 1)
-            self._prior_key, self._prior_pair, self.phase = key, (first, second), 0.0
+            pair, _ = primer.prior_samples_per_seed(kernel, grid, cfg.N_PRIOR, (s.seed, s.seed + 1))
+            self._prior_key, self._prior_pair, self.phase = key, tuple(pair), 0.0
             with self._silenced():
                 self.covariance_chart.update(kernel.K(grid[::2]), self.kernel_used)
         if self.phase == 0.0:
