@@ -30,6 +30,7 @@ moment the session is handed out. Building in the pool waits for a first run's w
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
@@ -117,7 +118,7 @@ class SessionPool:
         self.key = query_key(self.arguments)
         self._ready: list[_Prepared] = []
         self._last_take = self._last_event = -float("inf")
-        self.prepared_count = self.taken_count = self.ended_count = 0
+        self.live = 0  #: sessions handed out and not yet ended
 
     @property
     def ready(self) -> int:
@@ -128,19 +129,14 @@ class SessionPool:
         if not self._ready:
             return None
         self._last_take = self._last_event = time.monotonic()
-        self.taken_count += 1
+        self.live += 1
         prepared = self._ready.pop(0)
         prepared.document.on_session_destroyed(self._ended)
         return prepared
 
     def _ended(self, session_context):
-        self.ended_count += 1
+        self.live -= 1
         self._last_event = time.monotonic()
-
-    @property
-    def live(self) -> int:
-        """Sessions handed out and not yet ended."""
-        return self.taken_count - self.ended_count
 
     async def prepare_one(self, app_context):
         """Build one document of this page as Bokeh would for a request, and serialise it."""
@@ -163,7 +159,6 @@ class SessionPool:
         _point_stylesheets_as_served(doc)
         prepared = _Prepared(doc, context, doc.to_json())
         self._ready.append(prepared)
-        self.prepared_count += 1
         return prepared
 
     def _may_refill(self, busy_share: float) -> bool:
@@ -235,7 +230,9 @@ def _point_stylesheets_as_served(doc):
         patch_model_css(root, dist_url=dist_url)
 
 
+@functools.cache
 def _prepared_server_session():
+    """The ServerSession subclass (made once, on first use: Bokeh's server is imported late)."""
     from bokeh.protocol.messages.pull_doc_reply import pull_doc_reply
     from bokeh.server.session import ServerSession
 
@@ -250,7 +247,8 @@ def _prepared_server_session():
         async def _handle_pull(self, message, connection):  # a coroutine, as the method it replaces
             serialized = self._prepared.take_serialized()
             if serialized is None:
-                print(f"gpexplorer: session {self.id[:8]} changed before its first pull; serialising it again", flush=True)
+                print(f"gpexplorer: session {self.id[:8]} changed before its first pull; serialising it again",
+                      flush=True)
                 return await super()._handle_pull(message, connection)
             reply = pull_doc_reply(pull_doc_reply.create_header(request_id=message.header["msgid"]), {},
                                    {"doc": serialized.content})
@@ -298,8 +296,9 @@ def install(links, size: int = 30) -> list[SessionPool]:
         path, query = parse_link(link)
         pool = SessionPool(path, query, size)
         _POOLS.setdefault(path, {})[pool.key] = pool
+    installed = [p for by_query in _POOLS.values() for p in by_query.values()]
     if getattr(ApplicationContext, _PREPARED, False):
-        return [p for by_query in _POOLS.values() for p in by_query.values()]
+        return installed
     create, load = ApplicationContext.create_session_if_needed, ApplicationContext.run_load_hook
 
     async def create_session_if_needed(self, session_id, request=None, token=None):
@@ -314,4 +313,4 @@ def install(links, size: int = 30) -> list[SessionPool]:
     ApplicationContext.create_session_if_needed = create_session_if_needed
     ApplicationContext.run_load_hook = run_load_hook
     setattr(ApplicationContext, _PREPARED, True)
-    return [p for by_query in _POOLS.values() for p in by_query.values()]
+    return installed
