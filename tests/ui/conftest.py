@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import subprocess
@@ -155,17 +156,18 @@ def panel_server(tmp_path_factory):
         stop_process_group(process)
 
 
-@pytest.fixture(scope="session")
-def gpexplorer_server(tmp_path_factory):
-    """``gpexplorer serve`` (the front page and every lab) on a free port, as a user starts it;
-    yields (base URL, log path). The log must hold no traceback at the end."""
+@contextlib.contextmanager
+def serving_gpexplorer(log_path, *arguments):
+    """``gpexplorer serve --port P *arguments`` (the front page and every lab) on a free port, as a
+    user starts it; yields the base URL once the front page answers. The log must hold no
+    traceback at the end."""
     from bokeh_page import server_log_problems
 
     port = free_port()
-    log_path = tmp_path_factory.mktemp("gpexplorer-serve") / "serve.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "gpexplorer.cli", "serve", "--port", str(port)], cwd=ROOT,
-                                   stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ), start_new_session=True)
+        process = subprocess.Popen([sys.executable, "-m", "gpexplorer.cli", "serve", "--port", str(port), *arguments],
+                                   cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ),
+                                   start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     deadline = time.monotonic() + 120
@@ -179,8 +181,22 @@ def gpexplorer_server(tmp_path_factory):
             except OSError:
                 assert time.monotonic() < deadline, log_path.read_text()
                 time.sleep(0.2)
-        yield base, log_path
+        yield base
     finally:
         stop_process_group(process)
     log = server_log_problems(log_path.read_text())
     assert "Traceback" not in log, log[-3000:]
+
+
+@pytest.fixture(scope="session")
+def gpexplorer_serving():
+    """:func:`serving_gpexplorer`, for a test's own ``gpexplorer serve`` with arguments."""
+    return serving_gpexplorer
+
+
+@pytest.fixture(scope="session")
+def gpexplorer_server(tmp_path_factory):
+    """``gpexplorer serve`` as a user starts it (:func:`serving_gpexplorer`); yields (base URL, log path)."""
+    log_path = tmp_path_factory.mktemp("gpexplorer-serve") / "serve.log"
+    with serving_gpexplorer(log_path) as base:
+        yield base, log_path

@@ -2,20 +2,15 @@
 whole page its link asks for, it answers its own sliders only, and it came from the pool with its
 prepared serialisation (issue 24, defect 13; ``gpexplorer/ui/session_pool.py``)."""
 
-import os
 import pathlib
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
 from playwright.sync_api import expect
 
-from bokeh_page import (WATCH_DOCUMENT_JS, ConsoleErrors, cds_data, open_app, press_on_slider, save_screenshot,
-                        server_log_problems)
-from server_process import free_port, stop_process_group
+from bokeh_page import WATCH_DOCUMENT_JS, ConsoleErrors, cds_data, open_app, press_on_slider, save_screenshot
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "assets" / "screenshots"
@@ -26,29 +21,17 @@ LOAD_MS = 90_000
 
 
 @pytest.fixture(scope="module")
-def prepared_server(tmp_path_factory):
-    """``gpexplorer serve --prepare`` for two links, 2 sessions each; yields (base URL, log path)
-    once both pools have reported themselves full."""
-    port = free_port()
+def prepared_server(tmp_path_factory, gpexplorer_serving):
+    """``gpexplorer serve --prepare`` for every link, 2 sessions each; yields (base URL, log path)
+    once every pool has reported itself full."""
     log_path = tmp_path_factory.mktemp("prepared-serve") / "serve.log"
-    command = [sys.executable, "-m", "gpexplorer.cli", "serve", "--port", str(port), "--prepare-sessions", str(PER_LINK)]
-    for link in LINKS:
-        command += ["--prepare", link]
-    env = dict(os.environ)
-    env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True)
-    try:
+    arguments = ["--prepare-sessions", str(PER_LINK)] + [a for link in LINKS for a in ("--prepare", link)]
+    with gpexplorer_serving(log_path, *arguments) as base:
         deadline = time.monotonic() + 180
         while sum(f"{PER_LINK} sessions of /{link} prepared" in log_path.read_text() for link in LINKS) < len(LINKS):
-            assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, log_path.read_text()[-3000:]
             time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}", log_path
-    finally:
-        stop_process_group(process)
-    log = server_log_problems(log_path.read_text())
-    assert "Traceback" not in log, log[-3000:]
+        yield base, log_path
 
 
 def _mean(page):
