@@ -103,6 +103,7 @@ class _Prepared:
         """The serialisation made while preparing, once, and only while the document is unchanged
         (Panel points the stylesheets at their server when it sends the page, without an event)."""
         serialized, self._serialized = self._serialized, None
+        self.document.remove_on_change(self._changed)  # the live session's changes need no watching
         return serialized if self.document.template_variables.get("dist_url") == self._dist_url else None
 
 
