@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from gpexplorer.cli import SERVER_ENVIRONMENT
 from server_process import free_port, stop_process_group
 
 UI_DIR = pathlib.Path(__file__).resolve().parent
@@ -107,7 +108,7 @@ def serve_app(app_path, log_dir) -> tuple[ServedApp, subprocess.Popen]:
     log_path = pathlib.Path(log_dir) / f"{app_path.stem}-{port}.log"
     env = dict(os.environ)
     env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))  # same default as tests/conftest.py
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")  # as gpexplorer serve runs (cli.SERVER_ENVIRONMENT)
+    env.setdefault("OPENBLAS_NUM_THREADS", SERVER_ENVIRONMENT["OPENBLAS_NUM_THREADS"])  # as gpexplorer serve runs
     command = [
         sys.executable, "-m", "panel", "serve", str(app_path),
         "--port", str(port), "--address", "127.0.0.1",

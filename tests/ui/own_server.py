@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 
+from gpexplorer.cli import SERVER_ENVIRONMENT
 from server_process import free_port, stop_process_group
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -24,7 +25,7 @@ class OwnServer:
         self.log_path = pathlib.Path(log_path)
         env = dict(os.environ)
         env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")  # as gpexplorer serve runs (cli.SERVER_ENVIRONMENT)
+        env.setdefault("OPENBLAS_NUM_THREADS", SERVER_ENVIRONMENT["OPENBLAS_NUM_THREADS"])  # as gpexplorer serve runs
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "panel", "serve", str(ROOT / "apps" / f"{app}.py"), "--port", str(port),
